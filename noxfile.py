@@ -1,0 +1,59 @@
+"""Developer sessions. Every session installs the pinned CPU torch first: a bare
+``torch`` requirement would pull a multi-GB CUDA build (override the pin with
+SESSIONSTATE_TORCH, e.g. ``SESSIONSTATE_TORCH=torch==2.5.1``)."""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.sessions = ["tests", "typecheck", "lint"]
+nox.options.default_venv_backend = "venv"
+
+TORCH = os.environ.get("SESSIONSTATE_TORCH", "torch==2.13.0")
+
+
+def install(session: nox.Session, extras: str = "test") -> None:
+    session.install(TORCH)
+    session.install(f".[{extras}]")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The project's own tests (reference unit tests, suite self-tests), in parallel."""
+    install(session)
+    # Exit 5 ("no tests collected") must not turn CI red on a narrowed run.
+    session.run("pytest", "-n", "auto", *session.posargs, success_codes=[0, 5])
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict over the reference implementation."""
+    install(session, "dev")
+    session.run("mypy", "--strict", "reference/")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff lint and format check."""
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def coverage(session: nox.Session) -> None:
+    """Branch coverage of reference/ by the unit tests; fails under 100 %."""
+    install(session)
+    session.run("coverage", "erase")
+    session.run("coverage", "run", "-m", "pytest", "-q", "-p", "no:randomly", "tests/reference")
+    session.run("coverage", "report")
+
+
+@nox.session
+def gpu(session: nox.Session) -> None:
+    """Only the tests that need a real CUDA device (run where one is visible)."""
+    session.install(os.environ.get("SESSIONSTATE_TORCH", "torch"))
+    session.install(".[test]")
+    session.run("pytest", "-m", "cuda", "-rs", *session.posargs)

@@ -1,0 +1,189 @@
+"""Byte accounting: what a value pins in memory, per device, each storage counted once.
+
+Contract (SPEC ``ACCT-*``):
+
+* A tensor counts its **whole storage** (``untyped_storage().nbytes()``), not
+  ``numel * element_size``: a narrow slice of a large buffer keeps the whole
+  allocation alive.
+* Tensors sharing one storage (views, slices, ``expand``, ``as_strided``,
+  transposes, ``view(dtype)``) count once per ``seen`` set.
+* Storages are told apart by **identity, not address**. Every ``meta`` storage
+  and every zero-size storage has data pointer 0 (pytorch PR #54710), so keying
+  by ``(device, data_ptr)`` -- as upstream does -- counts the first meta storage
+  and silently drops the rest. On this PyTorch a storage's Python object is
+  preserved, so the storage object itself is the key.
+* Bytes are keyed by ``str(tensor.device)`` and never summed across devices:
+  host and device memory are different resources.
+* NumPy arrays count under ``"cpu"``: a view counts the buffer of the array that
+  owns the memory. Memory that NumPy and torch share (``tensor.numpy()``,
+  ``torch.from_numpy``) counts once; see :class:`_HostSpans` for how.
+* Mappings (values), sequences and deques are walked to any depth (sets and
+  other objects count nothing); ``str``,
+  ``bytes`` and ``bytearray`` are not. Cycles terminate. Sparse tensors count
+  their component tensors instead of raising.
+"""
+
+from __future__ import annotations
+
+import weakref
+from bisect import bisect_left, bisect_right
+from collections.abc import Mapping, Sequence
+from typing import ClassVar, TypeAlias
+
+import numpy as np
+import torch
+
+__all__ = ["SeenStorages", "device_bytes", "merge_bytes"]
+
+#: What ``device_bytes`` has already counted. Its elements are private to this
+#: module: callers only create one (``set()``) and pass it along.
+SeenStorages: TypeAlias = set[object]
+
+_NOT_WALKED = (str, bytes, bytearray, memoryview)
+
+
+def merge_bytes(into: dict[str, int], other: Mapping[str, int]) -> dict[str, int]:
+    """Add ``other`` into ``into`` device by device, in place; return ``into``."""
+    for device, nbytes in other.items():
+        into[device] = into.get(device, 0) + nbytes
+    return into
+
+
+def device_bytes(value: object, seen: SeenStorages) -> dict[str, int]:
+    """Bytes pinned by ``value``, keyed by device name.
+
+    Every storage counted is added to ``seen`` (mutated in place) and storages
+    already in ``seen`` are skipped, so one ``seen`` shared across calls counts
+    each storage once overall. Returns a new dict; never raises on a value a
+    session can hold.
+    """
+    totals: dict[str, int] = {}
+    _Walk(seen, totals).visit(value)
+    return totals
+
+
+class _Walk:
+    """One accounting pass: the shared ``seen``, the running totals, and the
+    containers already entered (so cycles and shared sub-containers are walked
+    once per pass)."""
+
+    __slots__ = ("entered", "seen", "totals")
+
+    def __init__(self, seen: SeenStorages, totals: dict[str, int]) -> None:
+        self.seen = seen
+        self.totals = totals
+        self.entered: set[int] = set()
+
+    def visit(self, value: object) -> None:
+        if isinstance(value, torch.Tensor):
+            self.tensor(value)
+        elif isinstance(value, np.ndarray):
+            self.array(value)
+        elif isinstance(value, _NOT_WALKED):
+            return
+        elif isinstance(value, Mapping):
+            if self.enter(value):
+                for item in value.values():
+                    self.visit(item)
+        elif isinstance(value, Sequence) and self.enter(value):  # lists, tuples, deques...
+            for item in value:
+                self.visit(item)
+
+    def enter(self, container: object) -> bool:
+        # The container is alive for the whole pass, so its id is stable here.
+        key = id(container)
+        if key in self.entered:
+            return False
+        self.entered.add(key)
+        return True
+
+    def add(self, device: str, nbytes: int) -> None:
+        self.totals[device] = self.totals.get(device, 0) + nbytes
+
+    def tensor(self, tensor: torch.Tensor) -> None:
+        if tensor.layout is not torch.strided:
+            # Sparse layouts have no storage of their own (upstream raises
+            # NotImplementedError here, breaking stats() for every session);
+            # their memory is their component tensors.
+            for part in _sparse_components(tensor):
+                self.tensor(part)
+            return
+        storage = tensor.untyped_storage()
+        if storage in self.seen:
+            return
+        self.seen.add(storage)
+        nbytes = storage.nbytes()
+        if nbytes and not storage.resizable() and storage.device.type == "cpu":
+            # Not allocated by torch: host memory borrowed from NumPy or a
+            # buffer, possibly shared with an array counted elsewhere.
+            nbytes = _HostSpans.of(self.seen).cover(storage.data_ptr(), nbytes)
+        self.add(str(tensor.device), nbytes)
+
+    def array(self, array: np.ndarray) -> None:
+        owner = array
+        while isinstance(owner.base, np.ndarray):
+            owner = owner.base
+        if isinstance(owner.base, torch.Tensor):
+            # ``tensor.numpy()``: the memory is that tensor's storage.
+            self.tensor(owner.base)
+            return
+        if owner.nbytes == 0:
+            return
+        start = int(owner.__array_interface__["data"][0])
+        self.add("cpu", _HostSpans.of(self.seen).cover(start, owner.nbytes))
+
+
+def _sparse_components(tensor: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    layout = tensor.layout
+    if layout is torch.sparse_coo:
+        return (tensor._indices(), tensor._values())
+    if layout in (torch.sparse_csr, torch.sparse_bsr):
+        return (tensor.crow_indices(), tensor.col_indices(), tensor.values())
+    if layout in (torch.sparse_csc, torch.sparse_bsc):
+        return (tensor.ccol_indices(), tensor.row_indices(), tensor.values())
+    return ()
+
+
+class _HostSpans:
+    """The host address ranges already counted in one ``seen`` set.
+
+    NumPy buffers and borrowed torch storages are plain host memory that may
+    overlap: ``torch.from_numpy(owner[1:])`` is a storage over the tail of
+    ``owner``'s buffer. Live allocations never overlap, so the exact count is
+    the length of the union of the address ranges. The ranges live in one
+    object stored *inside* ``seen`` (so they share its lifetime); the weak map
+    only finds that object again from the set, and membership in ``seen``
+    confirms the match even if CPython reuses the id of a dead set.
+    """
+
+    __slots__ = ("__weakref__", "starts", "stops")
+
+    _by_seen: ClassVar[weakref.WeakValueDictionary[int, _HostSpans]] = weakref.WeakValueDictionary()
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []  # sorted, disjoint, non-adjacent ranges
+        self.stops: list[int] = []
+
+    @classmethod
+    def of(cls, seen: SeenStorages) -> _HostSpans:
+        spans = cls._by_seen.get(id(seen))
+        if spans is None or spans not in seen:
+            spans = cls()
+            seen.add(spans)
+            cls._by_seen[id(seen)] = spans
+        return spans
+
+    def cover(self, start: int, nbytes: int) -> int:
+        """Mark ``[start, start + nbytes)`` counted; return the bytes newly covered."""
+        stop = start + nbytes
+        lo = bisect_left(self.stops, start)  # first range that ends at or after start
+        hi = bisect_right(self.starts, stop)  # ranges from lo to hi touch the new one
+        overlap = 0
+        for s, e in zip(self.starts[lo:hi], self.stops[lo:hi], strict=True):
+            overlap += max(0, min(e, stop) - max(s, start))
+        if lo < hi:
+            start = min(start, self.starts[lo])
+            stop = max(stop, self.stops[hi - 1])
+        self.starts[lo:hi] = [start]
+        self.stops[lo:hi] = [stop]
+        return nbytes - overlap

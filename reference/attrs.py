@@ -1,0 +1,61 @@
+"""``SessionAttr``: a descriptor that keeps an adapter's attribute in ``SessionState.attrs``.
+
+An adapter is rebuilt for every forward, so anything it stores on itself is
+lost between calls and invisible to byte accounting (a reviewer finding on the
+DreamZero port). Declaring ``call_count = SessionAttr(default=0, coerce=int)``
+makes ``adapter.call_count`` read and write the session's ``attrs`` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar, overload
+
+from .session import SessionState
+
+__all__ = ["SessionAttr"]
+
+T = TypeVar("T")
+
+
+class SessionAttr(Generic[T]):
+    """Reads ``owner.session_state.attrs.get(name, default)``; writes ``coerce(value)``.
+
+    The owning class must expose the ``SessionState`` as ``session_state``.
+    ``coerce`` defaults to the identity; the default is returned as is (it is
+    not copied, so prefer immutable defaults).
+    """
+
+    def __init__(self, default: T, coerce: Callable[[Any], T] | None = None) -> None:
+        self.default = default
+        self.coerce = coerce
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> SessionAttr[T]: ...
+    @overload
+    def __get__(self, instance: object, owner: type) -> T: ...
+    def __get__(self, instance: object | None, owner: type) -> SessionAttr[T] | T:
+        if instance is None:
+            return self
+        value = _attrs_of(instance).get(self.name, self.default)
+        return value  # type: ignore[return-value]
+
+    def __set__(self, instance: object, value: Any) -> None:
+        _attrs_of(instance)[self.name] = value if self.coerce is None else self.coerce(value)
+
+    def __delete__(self, instance: object) -> None:
+        _attrs_of(instance).pop(self.name, None)
+
+
+def _attrs_of(instance: object) -> dict[str, object]:
+    state = getattr(instance, "session_state", None)
+    if not isinstance(state, SessionState):
+        raise AttributeError(
+            f"{type(instance).__name__} uses SessionAttr but has no SessionState "
+            "in its 'session_state' attribute"
+        )
+    return state.attrs

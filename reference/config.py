@@ -1,0 +1,56 @@
+"""``resolve_session_state_config``: config values, overridden by environment variables.
+
+Precedence (SPEC ``ENV-*``): a *set and recognised* environment variable wins
+over the value passed in, in both directions, so a deployed config can be
+flipped for an A/B test without editing it. Unrecognised values are ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from .manager import DEFAULT_MAX_SESSIONS
+
+__all__ = ["ENABLE_ENV", "MAX_SESSIONS_ENV", "resolve_session_state_config"]
+
+logger = logging.getLogger(__name__)
+
+ENABLE_ENV = "OMNI_DIFFUSION_SESSION_STATE_MANAGER"
+MAX_SESSIONS_ENV = "OMNI_DIFFUSION_SESSION_STATE_MANAGER_MAX_SESSIONS"
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def resolve_session_state_config(
+    enable: bool | None = None, max_sessions: int | None = None
+) -> tuple[bool, int]:
+    """Return ``(enabled, max_sessions)`` after applying the environment.
+
+    * ``OMNI_DIFFUSION_SESSION_STATE_MANAGER``: stripped, lower-cased;
+      ``1/true/yes/on`` force True, ``0/false/no/off`` force False; any other
+      value (the empty string too) is ignored silently.
+    * ``OMNI_DIFFUSION_SESSION_STATE_MANAGER_MAX_SESSIONS``: parsed with
+      ``int()`` (whitespace, a sign, underscores allowed); a positive value
+      wins; zero or negative is ignored silently; a value ``int()`` rejects is
+      ignored with one warning showing it with ``%r``.
+    * ``None`` or ``0`` for ``max_sessions`` means the default, 64.
+    """
+    raw_enable = os.environ.get(ENABLE_ENV)
+    if raw_enable is not None:
+        flag = raw_enable.strip().lower()
+        if flag in _TRUE:
+            enable = True
+        elif flag in _FALSE:
+            enable = False
+    raw_max = os.environ.get(MAX_SESSIONS_ENV)
+    if raw_max is not None:
+        try:
+            parsed = int(raw_max)
+        except ValueError:
+            logger.warning("Ignoring non-integer %s=%r.", MAX_SESSIONS_ENV, raw_max)
+        else:
+            if parsed > 0:
+                max_sessions = parsed
+    return bool(enable), int(max_sessions or DEFAULT_MAX_SESSIONS)
