@@ -1,0 +1,335 @@
+"""The pytest plugin (entry point ``pytest11``): options, the ``subject`` fixture,
+clause markers, capabilities, expectations, the report header and the JSON results.
+
+Light at load time: it imports neither torch nor the subject until pytest is
+configured, so ``-p sessionstate.conformance.plugin`` is cheap and options work
+with ``pytest --pyargs sessionstate.conformance`` (options in an installed
+package's conftest.py are ignored there; pytest #1596).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SUBJECT_ENV = "SESSIONSTATE_SUBJECT"
+PROFILE_ENV = "SESSIONSTATE_PROFILE"
+DEFAULT_TARGET = "sessionstate.fixtures.reference_subject:subject"
+
+_STATE = pytest.StashKey[dict[str, Any]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("sessionstate", "session-state conformance suite")
+    group.addoption(
+        "--sessionstate-subject",
+        metavar="TARGET",
+        default=None,
+        help=f"pkg.module:attr of the Subject under test (env {SUBJECT_ENV}; "
+        "default: the bundled reference)",
+    )
+    group.addoption(
+        "--sessionstate-profile",
+        default=None,
+        help=f"Hypothesis profile: quick, ci (default), deep (env {PROFILE_ENV})",
+    )
+    group.addoption(
+        "--sessionstate-seed",
+        type=int,
+        default=None,
+        help="run randomized (not derandomized) with this Hypothesis seed",
+    )
+    group.addoption(
+        "--sessionstate-expectations",
+        metavar="FILE",
+        default=None,
+        help="expectations file: lines 'CLAUSE-OR-TEST-ID xfail|skip reason'",
+    )
+    group.addoption(
+        "--sessionstate-clause",
+        metavar="ID",
+        action="append",
+        default=[],
+        help="run only the tests of this clause or group (repeatable; e.g. LRU-3, ACCT)",
+    )
+    group.addoption(
+        "--sessionstate-report-json",
+        metavar="PATH",
+        default=None,
+        help="write per-test and per-clause results as JSON",
+    )
+    group.addoption(
+        "--sessionstate-strict",
+        action="store_true",
+        default=False,
+        help="SHOULD failures and unmatched expectations fail the run",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "clause(*ids): the spec clause(s) this test checks")
+    config.addinivalue_line("markers", "cuda: needs a real CUDA device")
+    from .expectations import parse_expectations
+    from .profiles import DEFAULT_PROFILE, load_profile
+    from .subject import UsageError
+
+    target = (
+        config.getoption("--sessionstate-subject") or os.environ.get(SUBJECT_ENV) or DEFAULT_TARGET
+    )
+    profile = (
+        config.getoption("--sessionstate-profile") or os.environ.get(PROFILE_ENV) or DEFAULT_PROFILE
+    )
+    seed = config.getoption("--sessionstate-seed")
+    path = config.getoption("--sessionstate-expectations")
+    try:
+        load_profile(profile, seed=seed)
+        expectations = parse_expectations(path) if path else []
+    except UsageError as error:
+        raise pytest.UsageError(str(error)) from None
+    _RECORDS.clear()
+    config.stash[_STATE] = {
+        "target": target,
+        "profile": profile,
+        "seed": seed,
+        "expectations": expectations,
+        "records": [],
+        "subject": None,
+        "started": time.monotonic(),
+        "selected": None,
+    }
+
+
+def _state(config: pytest.Config) -> dict[str, Any]:
+    return config.stash[_STATE]
+
+
+def load_configured_subject(config: pytest.Config) -> Any:
+    """The Subject named by the options (loaded once per process)."""
+    state = _state(config)
+    if state["subject"] is None:
+        from .subject import UsageError, load_subject
+
+        try:
+            state["subject"] = load_subject(state["target"])
+        except UsageError as error:
+            raise pytest.UsageError(str(error)) from None
+    return state["subject"]
+
+
+@pytest.fixture(scope="session")
+def subject(pytestconfig: pytest.Config) -> Any:
+    """The Subject under test, chosen per process by option or environment."""
+    return load_configured_subject(pytestconfig)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    state = _state(config)
+    import hypothesis
+    import numpy
+    import torch
+
+    from sessionstate import __version__
+
+    from .allocations import available_devices, is_simulated
+
+    subject = load_configured_subject(config)
+    devices = ", ".join(
+        d + (" (simulated)" if is_simulated(d) else "") for d in available_devices()
+    )
+    return [
+        f"sessionstate {__version__}: subject {subject.name!r} from {state['target']}",
+        f"  profile {state['profile']}"
+        + (f", seed {state['seed']}" if state["seed"] is not None else ", derandomized"),
+        f"  torch {torch.__version__}, numpy {numpy.__version__}, hypothesis {hypothesis.__version__}",
+        f"  devices: {devices}",
+        f"  capabilities: {', '.join(sorted(subject.capabilities)) or '(none)'}",
+        f"  env {SUBJECT_ENV}={os.environ.get(SUBJECT_ENV)!r} {PROFILE_ENV}={os.environ.get(PROFILE_ENV)!r}",
+    ]
+
+
+def item_clauses(item: pytest.Item) -> list[str]:
+    ids: list[str] = []
+    for mark in item.iter_markers("clause"):
+        ids.extend(mark.args)
+    return ids
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    from .clauses import all_clauses
+
+    state = _state(config)
+    known = all_clauses()
+    wanted = config.getoption("--sessionstate-clause")
+    for cid in wanted:
+        if cid not in known and cid not in {c.group for c in known.values()}:
+            raise pytest.UsageError(f"--sessionstate-clause: unknown clause or group {cid!r}")
+    selected_clauses = [c for c in known if not wanted or c in wanted or known[c].group in wanted]
+    state["selected"] = selected_clauses
+    subject = None
+    keep, dropped = [], []
+    for item in items:
+        ids = item_clauses(item)
+        if not ids:
+            keep.append(item)
+            continue
+        for cid in ids:
+            if cid not in known:
+                raise pytest.UsageError(f"{item.nodeid} names unknown clause {cid!r}")
+        if wanted and not set(ids) & set(selected_clauses):
+            dropped.append(item)
+            continue
+        keep.append(item)
+        subject = subject or load_configured_subject(config)
+        _apply_capabilities(item, ids, subject, known)
+        _apply_expectations(item, ids, state["expectations"])
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+def _apply_capabilities(
+    item: pytest.Item, ids: list[str], subject: Any, known: dict[str, Any]
+) -> None:
+    # Automatic for every test: a clause that needs a capability the subject
+    # does not declare is skipped, naming both (a forgotten per-test
+    # decorator broke SQLAlchemy's third-party dialects, #5841).
+    for cid in ids:
+        missing = sorted(known[cid].requires - subject.capabilities)
+        if missing:
+            item.add_marker(
+                pytest.mark.skip(
+                    reason=f"{cid} needs capability {missing[0]!r}, which subject "
+                    f"{subject.name!r} does not declare"
+                )
+            )
+            return
+
+
+def _apply_expectations(item: pytest.Item, ids: list[str], expectations: list[Any]) -> None:
+    for entry in expectations:
+        if entry.matches_test(item.nodeid):
+            mark = pytest.mark.skip if entry.kind == "skip" else pytest.mark.xfail
+            item.add_marker(mark(reason=f"expected: {entry.reason}"))
+            return
+    skipped = {e.target: e for e in expectations if e.is_clause and e.kind == "skip"}
+    if ids and all(cid in skipped for cid in ids):
+        item.add_marker(pytest.mark.skip(reason=f"expected: {skipped[ids[0]].reason}"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    outcome = yield
+    report = outcome.get_result()
+    ids = item_clauses(item)
+    if not ids:
+        return
+    failed: list[str] = []
+    if call.excinfo is not None and report.failed:
+        from .checks import clauses_of
+
+        failed = sorted(set(clauses_of(call.excinfo.value)))
+    report.user_properties.append(("sessionstate_clauses", ids))
+    report.user_properties.append(("sessionstate_failed_clauses", failed))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    props = dict(report.user_properties)
+    if "sessionstate_clauses" not in props:
+        return
+    if report.when != "call" and not (report.failed or report.skipped):
+        return
+    outcome = "xfailed" if hasattr(report, "wasxfail") else report.outcome
+    message = ""
+    if report.failed:
+        message = _first_line_of_failure(report)
+    elif report.skipped and isinstance(report.longrepr, tuple):
+        message = str(report.longrepr[2])
+    _RECORDS.append(
+        {
+            "nodeid": report.nodeid,
+            "clauses": props["sessionstate_clauses"],
+            "outcome": outcome,
+            "failed_clauses": props.get("sessionstate_failed_clauses", []),
+            "message": message,
+            "seconds": round(report.duration, 4),
+        }
+    )
+
+
+_RECORDS: list[dict[str, Any]] = []
+
+
+def _first_line_of_failure(report: pytest.TestReport) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = crash.message if crash is not None else str(report.longrepr)
+    return text.strip().splitlines()[0] if text.strip() else "failed"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller reports
+        return
+    path = config.getoption("--sessionstate-report-json")
+    if not path:
+        return
+    from .results import TestRecord, aggregate, verdict
+
+    state = _state(config)
+    records = [TestRecord(**r) for r in _RECORDS]
+    results = aggregate(records, state["expectations"], state["selected"])
+    strict = config.getoption("--sessionstate-strict")
+    subject = state["subject"]
+    unmatched = [
+        f"{e.target} (line {e.line})"
+        for e in state["expectations"]
+        if not any(_matches(e, r) for r in records)
+    ]
+    payload = {
+        "subject": subject.name if subject else state["target"],
+        "target": state["target"],
+        "suite_version": _suite_version(),
+        "profile": state["profile"],
+        "seed": state["seed"],
+        "verdict": verdict(results, strict=strict),
+        "strict": strict,
+        "seconds": round(time.monotonic() - state["started"], 2),
+        "unmatched_expectations": unmatched,
+        "environment": _environment(),
+        "capabilities": sorted(subject.capabilities) if subject else [],
+        "clauses": {cid: r.as_json() for cid, r in results.items()},
+        "tests": [r.__dict__ for r in records],
+    }
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+
+
+def _matches(entry: Any, record: Any) -> bool:
+    return entry.target in record.clauses if entry.is_clause else entry.matches_test(record.nodeid)
+
+
+def _suite_version() -> str:
+    from sessionstate import __version__
+
+    return __version__
+
+
+def _environment() -> dict[str, Any]:
+    import hypothesis
+    import numpy
+    import torch
+
+    from .allocations import available_devices, is_simulated
+
+    return {
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "hypothesis": hypothesis.__version__,
+        "devices": [{"name": d, "simulated": is_simulated(d)} for d in available_devices()],
+    }

@@ -1,0 +1,133 @@
+"""``Subject``: what an implementer hands the suite, and how a TARGET string is loaded."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CAPABILITIES", "Subject", "UsageError", "load_subject"]
+
+#: Optional features a subject may declare; clauses that need one say so in SPEC.md.
+CAPABILITIES = frozenset({"threadsafe", "admission"})
+
+
+class UsageError(Exception):
+    """The suite was misused (bad target, unknown capability, bad expectations).
+
+    Reported as one line and exit status 2, never as a clause failure.
+    """
+
+
+@dataclass(frozen=True)
+class Subject:
+    """An implementation under test.
+
+    Every hook is optional except ``name``; a missing hook skips only the
+    clauses that need it, with a reason naming the field.
+
+    * ``manager_factory(max_sessions=, byte_budget=, lock_factory=)`` builds a
+      manager (``lock_factory`` is omitted when a test does not need it);
+      ``None`` uses the reference manager, for subjects that only bring
+      objects or adapters.
+    * ``config_resolver(enable=, max_sessions=) -> (bool, int)``: the subject's
+      ``resolve_session_state_config``; ``None`` skips the ENV clauses.
+    * ``accounting(value, seen) -> dict[str, int]``: the subject's
+      ``device_bytes``; ``None`` skips the clauses that call it directly.
+    * ``buffer_factory()`` returns an allocated ``StateObject`` that accepts
+      ``append(payload)`` and counts what it holds; ``None`` uses the
+      reference ``LatentBuffer``.
+    * ``capabilities``: declared optional features, from ``CAPABILITIES``.
+    * ``state_objects`` and ``adapters``: specs for custom StateObjects and
+      model adapters (the OBJ and ADAPT groups).
+    """
+
+    name: str
+    manager_factory: Callable[..., Any] | None = None
+    config_resolver: Callable[..., tuple[bool, int]] | None = None
+    accounting: Callable[[object, set[Any]], dict[str, int]] | None = None
+    buffer_factory: Callable[[], Any] | None = None
+    capabilities: frozenset[str] = frozenset()
+    state_objects: Sequence[Any] = ()
+    adapters: Sequence[Any] = ()
+    version: str = ""
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "capabilities", frozenset(self.capabilities))
+        unknown = sorted(self.capabilities - CAPABILITIES)
+        if unknown:
+            raise UsageError(
+                f"subject {self.name!r} declares unknown capability {unknown[0]!r}"
+                f"{_did_you_mean(unknown[0], CAPABILITIES)}; known: {', '.join(sorted(CAPABILITIES))}"
+            )
+
+    def make_manager(self, **kwargs: Any) -> Any:
+        """A fresh manager from ``manager_factory`` (or the reference one)."""
+        if self.manager_factory is None:
+            from sessionstate.reference import SessionStateManager
+
+            return SessionStateManager(**kwargs)
+        return self.manager_factory(**kwargs)
+
+    def make_buffer(self) -> Any:
+        """A fresh allocated buffer from ``buffer_factory`` (or a reference LatentBuffer)."""
+        if self.buffer_factory is None:
+            from sessionstate.reference import LatentBuffer
+
+            buffer = LatentBuffer()
+            buffer.allocate()
+            return buffer
+        return self.buffer_factory()
+
+
+def _did_you_mean(word: str, choices: Sequence[str] | frozenset[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def load_subject(target: str) -> Subject:
+    """Resolve ``pkg.module:attr`` to a ``Subject``.
+
+    ``attr`` may be a ``Subject``, a zero-argument callable returning one, or a
+    manager class (wrapped as ``Subject(name=attr, manager_factory=cls)``).
+    Raises ``UsageError`` with one line naming the problem.
+    """
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(f"target {target!r} is not of the form 'pkg.module:attr'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise UsageError(
+            f"cannot import module {module_name!r} of target {target!r}: {error}"
+        ) from None
+    try:
+        obj = getattr(module, attr)
+    except AttributeError:
+        names = [name for name in vars(module) if not name.startswith("_")]
+        raise UsageError(
+            f"module {module_name!r} has no attribute {attr!r}{_did_you_mean(attr, names)}"
+        ) from None
+    return _as_subject(obj, attr, target)
+
+
+def _as_subject(obj: object, attr: str, target: str) -> Subject:
+    if isinstance(obj, Subject):
+        return obj
+    if inspect.isclass(obj) and callable(getattr(obj, "get_or_create_session", None)):
+        return Subject(name=attr, manager_factory=obj)
+    if callable(obj) and not inspect.isclass(obj):
+        produced = obj()
+        if isinstance(produced, Subject):
+            return produced
+        raise UsageError(
+            f"target {target!r} is a callable that returned {type(produced).__name__}, not a Subject"
+        )
+    raise UsageError(
+        f"target {target!r} is a {type(obj).__name__}, not a Subject, a callable returning one, "
+        "or a manager class"
+    )
