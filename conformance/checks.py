@@ -5,11 +5,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 
 from .clauses import clause as lookup_clause
 
-__all__ = ["ClauseFailure", "check", "check_bytes", "check_equal", "clauses_of"]
+__all__ = ["ClauseFailure", "calling", "check", "check_bytes", "check_equal", "clauses_of"]
 
 
 class ClauseFailure(AssertionError):
@@ -58,3 +59,21 @@ def clauses_of(error: BaseException) -> Iterable[str]:
         yield error.clause
     for inner in getattr(error, "exceptions", ()):
         yield from clauses_of(inner)
+
+
+@contextmanager
+def calling(clause: str, call: str) -> Iterator[None]:
+    """Turn an unexpected exception from subject code into a failure of ``clause``.
+
+    ``with calling("LRU-1", "get_or_create_session('a')"): ...`` reports
+    ``get_or_create_session('a') raised KeyError('a') [LRU-1]``. Clause
+    failures raised inside pass through unchanged.
+    """
+    __tracebackhide__ = True
+    try:
+        yield
+    except ClauseFailure:
+        raise
+    except Exception as error:
+        lookup_clause(clause)
+        raise ClauseFailure(clause, f"{call} raised {error!r} [{clause}]") from error
