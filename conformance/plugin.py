@@ -234,7 +234,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if call.excinfo is not None and report.failed:
         from .checks import clauses_of
 
-        failed = sorted(set(clauses_of(call.excinfo.value)))
+        error = call.excinfo.value
+        failed = sorted(set(clauses_of(error)))
+        text = str(error).strip() or type(error).__name__
+        first = text.splitlines()[0]
+        # A clause failure's message already is the one template; other
+        # errors get their type so "KeyError('a')" is not just "'a'".
+        message = first if failed else f"{type(error).__name__}: {first}"
+        report.user_properties.append(("sessionstate_message", message))
     report.user_properties.append(("sessionstate_clauses", ids))
     report.user_properties.append(("sessionstate_failed_clauses", failed))
 
@@ -248,7 +255,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     outcome = "xfailed" if hasattr(report, "wasxfail") else report.outcome
     message = ""
     if report.failed:
-        message = _first_line_of_failure(report)
+        message = props.get("sessionstate_message") or _first_line_of_failure(report)
     elif report.skipped and isinstance(report.longrepr, tuple):
         message = str(report.longrepr[2])
     _RECORDS.append(

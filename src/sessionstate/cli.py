@@ -1,4 +1,10 @@
-"""The ``sessionstate`` command line."""
+"""The ``sessionstate`` command line.
+
+``check`` runs the conformance suite against a TARGET (default: the bundled
+reference); ``spec`` lists the clauses; ``explain`` prints one clause and the
+tests that check it; ``demo`` builds a reference manager and prints stats().
+Usage errors print one line and exit 2.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,49 @@ from collections.abc import Sequence
 
 from . import __version__
 
+EXIT_USAGE = 2
+
+
+def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    check = commands.add_parser(
+        "check",
+        help="run the conformance suite against a subject",
+        description="Run the conformance suite. Exit 0: every MUST clause passed; 1: a clause "
+        "failed; 2: usage error. Arguments after '--' go to pytest.",
+    )
+    check.add_argument(
+        "target",
+        nargs="?",
+        default=None,
+        help="pkg.module:attr naming a Subject, a callable returning one, or a "
+        "manager class (default: the bundled reference)",
+    )
+    check.add_argument("--profile", default="ci", help="quick, ci (default), deep or mutation")
+    check.add_argument("--report-json", metavar="PATH", help="write the results as JSON")
+    check.add_argument("--junitxml", metavar="PATH", help="write JUnit XML (via pytest)")
+    check.add_argument("--markdown", metavar="PATH", help="write the summary as Markdown")
+    check.add_argument(
+        "--expectations",
+        metavar="FILE",
+        help="known failures: lines 'CLAUSE-OR-TEST-ID xfail|skip reason'",
+    )
+    check.add_argument(
+        "--strict",
+        action="store_true",
+        help="SHOULD failures and unmatched expectations fail the run",
+    )
+    check.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failure")
+    check.add_argument("-n", dest="workers", metavar="N", help="run in N processes (pytest-xdist)")
+    check.add_argument("--seed", type=int, help="run randomized with this seed")
+    check.add_argument(
+        "--clause",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="run only this clause or group (repeatable): LRU-3, ACCT",
+    )
+    check.add_argument("--list-clauses", action="store_true", help="list the clauses and exit")
+
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -16,8 +65,49 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"sessionstate {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_check(commands)
+    commands.add_parser("spec", help="list the spec's clauses")
+    explain = commands.add_parser("explain", help="print a clause and the tests that check it")
+    explain.add_argument("clause", help="a clause id, e.g. LRU-3")
     commands.add_parser("demo", help="build a reference manager, use it, print stats()")
     return parser
+
+
+def _split_passthrough(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    argv = list(argv)
+    if "--" in argv:
+        at = argv.index("--")
+        return argv[:at], argv[at + 1 :]
+    return argv, []
+
+
+def _check(args: argparse.Namespace, passthrough: list[str]) -> int:
+    from sessionstate.conformance.runner import DEFAULT_TARGET, CheckOptions, run_check
+
+    if args.list_clauses:
+        return _spec()
+    options = CheckOptions(
+        target=args.target or DEFAULT_TARGET, profile=args.profile,
+        report_json=args.report_json, junitxml=args.junitxml, markdown=args.markdown,
+        expectations=args.expectations, strict=args.strict, exitfirst=args.exitfirst,
+        workers=args.workers, seed=args.seed, clauses=args.clause, pytest_args=passthrough,
+    )  # fmt: skip
+    return run_check(options)
+
+
+def _spec() -> int:
+    from sessionstate.conformance.clauses import all_clauses
+
+    for clause in all_clauses().values():
+        requires = f"  [requires {', '.join(sorted(clause.requires))}]" if clause.requires else ""
+        print(f"{clause.id:<9} {clause.level:<6} {clause.title}{requires}")
+    return 0
+
+
+def _explain(clause_id: str) -> int:
+    from sessionstate.conformance.explain import explain
+
+    return explain(clause_id)
 
 
 def _demo() -> int:
@@ -39,7 +129,14 @@ def _demo() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _build_parser().parse_args(argv)
+    own, passthrough = _split_passthrough(sys.argv[1:] if argv is None else argv)
+    args = _build_parser().parse_args(own)
+    if args.command == "check":
+        return _check(args, passthrough)
+    if args.command == "spec":
+        return _spec()
+    if args.command == "explain":
+        return _explain(args.clause)
     if args.command == "demo":
         return _demo()
     _build_parser().print_help()
