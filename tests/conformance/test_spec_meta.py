@@ -1,0 +1,70 @@
+"""SPEC.md and the suite agree: every clause has a test, every test names known clauses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from functools import cache
+
+import pytest
+
+from sessionstate.conformance.clauses import LEVELS, PREFIXES, all_clauses, spec_text
+
+_COLLECT = """
+import json
+from sessionstate.conformance.explain import clause_tests
+print(json.dumps(clause_tests()))
+"""
+
+
+@cache
+def _clause_tests() -> dict[str, list[str]]:
+    # Collect in a separate process: nesting pytest.main inside a test run
+    # would share plugin state with this one.
+    out = subprocess.run(
+        [sys.executable, "-c", _COLLECT], capture_output=True, text=True, check=True, timeout=300
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+class TestSpecFile:
+    def test_clause_ids_are_numbered_from_one_without_gaps(self) -> None:
+        """Within each group, clause numbers run 1, 2, 3, ... in spec order."""
+        by_group: dict[str, list[int]] = {}
+        for clause in all_clauses().values():
+            by_group.setdefault(clause.group, []).append(clause.number)
+        for group, numbers in by_group.items():
+            assert numbers == list(range(1, len(numbers) + 1)), group
+
+    def test_every_clause_has_a_known_prefix_level_and_rationale(self) -> None:
+        """Prefixes and levels come from the fixed lists; each clause states a rationale."""
+        for clause in all_clauses().values():
+            assert clause.group in PREFIXES, clause.id
+            assert clause.level in LEVELS, clause.id
+            assert "Rationale:" in clause.text, clause.id
+
+    def test_every_heading_parses(self) -> None:
+        """No clause heading is malformed (and so silently dropped by the parser)."""
+        headings = [line for line in spec_text().splitlines() if line.startswith("### ")]
+        assert len(headings) == len(all_clauses())
+
+
+class TestClauseCoverage:
+    def test_every_clause_has_a_test(self) -> None:
+        """A clause nobody checks is a promise the suite does not keep."""
+        untested = sorted(set(all_clauses()) - set(_clause_tests()))
+        assert untested == []
+
+    def test_every_tagged_clause_exists(self) -> None:
+        """Markers name only clauses of SPEC.md (the plugin also rejects them at collection)."""
+        assert sorted(set(_clause_tests()) - set(all_clauses())) == []
+
+    @pytest.mark.parametrize("group", sorted({c.group for c in all_clauses().values()}))
+    def test_group_lives_in_its_own_module(self, group: str) -> None:
+        """Clause group GROUP is checked in test_<group>.py (one group, one module)."""
+        module = f"test_{group.lower()}.py"
+        tests = [
+            t for cid, ts in _clause_tests().items() if cid.startswith(group + "-") for t in ts
+        ]
+        assert any(module in t for t in tests), (group, tests[:3])

@@ -1,0 +1,107 @@
+"""The pytest plugin: loading paths, lightness at import, and the installed wheel.
+
+zarr's plugin was dead for months because its entry point named the wrong
+module (zarr PR #4094), so the wheel is built and its plugin run from outside
+the source tree.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SUITE = ["--pyargs", "sessionstate.conformance.suite", "-p", "no:cacheprovider", "-q"]
+
+
+def _pytest(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
+        capture_output=True, text=True, cwd=cwd, env={**os.environ, **(env or {})}, timeout=300,
+    )  # fmt: skip
+
+
+def test_plugin_import_is_light() -> None:
+    """Loading the plugin imports neither torch, numpy, hypothesis nor a subject."""
+    code = (
+        "import sys, sessionstate.conformance.plugin\n"
+        "heavy = [m for m in ('torch', 'numpy', 'hypothesis', 'sessionstate.reference',"
+        " 'sessionstate.fixtures.reference_subject') if m in sys.modules]\n"
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_pyargs_with_subject_option_and_header(tmp_path: Path) -> None:
+    """`pytest --pyargs sessionstate.conformance --sessionstate-subject T` prints what is under test."""
+    result = _pytest(
+        *SUITE[:-1], "--sessionstate-subject", "sessionstate.fixtures.reference_subject:subject",
+        "--sessionstate-clause", "ENV", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (
+        "subject 'reference' from sessionstate.fixtures.reference_subject:subject" in result.stdout
+    )
+    assert "cuda:0 (simulated)" in result.stdout or "cuda:0," in result.stdout
+
+
+def test_subject_from_environment_variable(tmp_path: Path) -> None:
+    """SESSIONSTATE_SUBJECT chooses the subject when no option is given."""
+    result = _pytest(
+        *SUITE, "--sessionstate-clause", "ENV", cwd=tmp_path,
+        env={"SESSIONSTATE_SUBJECT": "no_such_pkg:subject"},
+    )  # fmt: skip
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "cannot import module 'no_such_pkg'" in result.stderr
+
+
+def test_works_without_autoload_via_dash_p(tmp_path: Path) -> None:
+    """Under PYTEST_DISABLE_PLUGIN_AUTOLOAD, `-p sessionstate.conformance.plugin` loads it once."""
+    result = _pytest(
+        *SUITE, "-p", "sessionstate.conformance.plugin", "--sessionstate-clause", "ENV",
+        cwd=tmp_path, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "passed" in result.stdout
+
+
+def test_dash_p_with_autoload_does_not_register_twice(tmp_path: Path) -> None:
+    """The entry point is named after the module, so an explicit -p is harmless."""
+    result = _pytest(*SUITE, "-p", "sessionstate.conformance.plugin", "--sessionstate-clause", "ENV",
+                     cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_installed_wheel_runs_the_plugin(tmp_path: Path) -> None:
+    """A built wheel ships SPEC.md, py.typed and a working pytest11 entry point."""
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(wheels), str(REPO)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    (wheel,) = wheels.glob("sessionstate-*.whl")
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    for shipped in ("conformance/SPEC.md", "reference/py.typed", "conformance/suite/test_env.py"):
+        assert (target / "sessionstate" / shipped).is_file(), shipped
+    assert not (target / "tests").exists()
+    env = {"PYTHONPATH": str(target)}
+    where = subprocess.run(
+        [sys.executable, "-c", "import sessionstate.conformance as c; print(c.__file__)"],
+        capture_output=True, text=True, cwd=tmp_path, env={**os.environ, **env}, check=True,
+    ).stdout  # fmt: skip
+    assert where.startswith(str(target)), where
+    result = _pytest(*SUITE, "--sessionstate-clause", "ENV", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 passed" in result.stdout
