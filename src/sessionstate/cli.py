@@ -69,8 +69,55 @@ def _build_parser() -> argparse.ArgumentParser:
     commands.add_parser("spec", help="list the spec's clauses")
     explain = commands.add_parser("explain", help="print a clause and the tests that check it")
     explain.add_argument("clause", help="a clause id, e.g. LRU-3")
+    init = commands.add_parser("init", help="write a starter subject and a CI workflow")
+    init.add_argument("directory", nargs="?", default=".", help="where to write (default: .)")
+    init.add_argument("--force", action="store_true", help="overwrite existing files")
+    report = commands.add_parser("report", help="compliance matrix from results JSON files")
+    report.add_argument("results", nargs="+", metavar="JSON", help="files from check --report-json")
+    report.add_argument("--markdown", metavar="PATH", help="write the matrix as Markdown here")
+    report.add_argument("--html", metavar="PATH", help="write a self-contained HTML page here")
     commands.add_parser("demo", help="build a reference manager, use it, print stats()")
     return parser
+
+
+def _usage_error(command: str, error: Exception) -> int:
+    print(f"sessionstate {command}: error: {error}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _init(directory: str, force: bool) -> int:
+    from sessionstate.conformance.init_project import init_project
+    from sessionstate.conformance.subject import UsageError
+
+    try:
+        written = init_project(directory, force)
+    except UsageError as error:
+        return _usage_error("init", error)
+    for path in written:
+        print(f"wrote {path}")
+    print(
+        "next: edit conformance_subject.py, then run: sessionstate check conformance_subject:subject"
+    )
+    return 0
+
+
+def _report(paths: list[str], markdown_path: str | None, html_path: str | None) -> int:
+    from pathlib import Path
+
+    from sessionstate.conformance.matrix import load_results, to_html, to_markdown
+    from sessionstate.conformance.subject import UsageError
+
+    try:
+        results = load_results(paths)
+    except UsageError as error:
+        return _usage_error("report", error)
+    table = to_markdown(results)
+    print(table, end="")
+    if markdown_path:
+        Path(markdown_path).write_text(table, encoding="utf-8")
+    if html_path:
+        Path(html_path).write_text(to_html(results), encoding="utf-8")
+    return 0
 
 
 def _split_passthrough(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -137,6 +184,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _spec()
     if args.command == "explain":
         return _explain(args.clause)
+    if args.command == "init":
+        return _init(args.directory, args.force)
+    if args.command == "report":
+        return _report(args.results, args.markdown, args.html)
     if args.command == "demo":
         return _demo()
     _build_parser().print_help()

@@ -1,0 +1,100 @@
+"""``sessionstate init [DIR]``: a starter subject and a CI workflow for an implementer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .subject import UsageError
+
+__all__ = ["init_project"]
+
+SUBJECT_TEMPLATE = '''\
+"""The subject the session-state conformance suite checks: edit it to point at YOUR code.
+
+Run it:  sessionstate check conformance_subject:subject
+Every field but ``name`` is optional; a missing hook skips only the clauses that need it.
+"""
+
+from sessionstate.conformance import Subject
+
+# Replace these imports with your implementation's.
+from sessionstate.reference import (
+    SessionStateManager,  # your manager class
+    device_bytes,  # your byte accounting: device_bytes(value, seen) -> dict[str, int]
+    resolve_session_state_config,  # your env/config resolution
+)
+
+subject = Subject(
+    # Shown in reports and the compliance matrix.
+    name="my-backend",
+    # Called as manager_factory(max_sessions=..., byte_budget=..., lock_factory=...).
+    manager_factory=SessionStateManager,
+    # resolve_session_state_config(enable=..., max_sessions=...) -> (bool, int); None skips ENV-*.
+    config_resolver=resolve_session_state_config,
+    # device_bytes(value, seen) -> {device: bytes}; None skips the clauses that call it directly.
+    accounting=device_bytes,
+    # An allocated StateObject accepting append(payload); None uses the reference LatentBuffer.
+    buffer_factory=None,
+    # Optional features you claim: "threadsafe" (LOCK-4, LOCK-5), "admission" (ADMIT-*).
+    capabilities=frozenset({"threadsafe", "admission"}),
+    # StateObjectSpecs for your own StateObjects (OBJ-*) and AdapterSpecs for adapters (ADAPT-*).
+    state_objects=(),
+    adapters=(),
+)
+'''
+
+WORKFLOW_TEMPLATE = """\
+# Session-state conformance: runs the sessionstate suite against conformance_subject.py.
+name: sessionstate conformance
+on: [push, pull_request]
+jobs:
+  conformance:
+    runs-on: ubuntu-latest
+    env:
+      # Failing examples are saved here and replayed first on the next run.
+      SESSIONSTATE_HYPOTHESIS_DB: .hypothesis/sessionstate
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.11"
+      - uses: actions/cache@v4
+        with:
+          path: .hypothesis
+          key: hypothesis-${{{{ github.ref_name }}}}-${{{{ github.sha }}}}
+          restore-keys: hypothesis-${{{{ github.ref_name }}}}-
+      # CPU torch first: a bare torch requirement pulls a multi-GB CUDA build.
+      - run: pip install torch --index-url https://download.pytorch.org/whl/cpu
+      - run: pip install sessionstate=={version} .
+      - run: >
+          sessionstate check conformance_subject:subject
+          --junitxml reports/junit.xml --markdown reports/summary.md
+          --report-json reports/sessionstate.json
+      - if: always()
+        run: cat reports/summary.md >> "$GITHUB_STEP_SUMMARY"
+      - if: always()
+        uses: actions/upload-artifact@v4
+        with:
+          name: sessionstate-report
+          path: reports/
+"""
+
+
+def init_project(directory: str, force: bool = False) -> list[Path]:
+    """Write the starter files into ``directory``; refuse to overwrite unless ``force``."""
+    from sessionstate import __version__
+
+    root = Path(directory)
+    files = {
+        root / "conformance_subject.py": SUBJECT_TEMPLATE,
+        root / ".github" / "workflows" / "sessionstate.yml": WORKFLOW_TEMPLATE.format(
+            version=__version__
+        ),
+    }
+    existing = [str(path) for path in files if path.exists()]
+    if existing and not force:
+        raise UsageError(f"{existing[0]} already exists; pass --force to overwrite")
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return list(files)

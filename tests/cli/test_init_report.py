@@ -1,0 +1,103 @@
+"""The implementer's path: ``init``, an unedited ``check``, and the ``report`` matrix."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sessionstate.conformance.matrix import to_html
+
+
+def _results(subject: str, outcomes: dict[str, str]) -> dict[str, object]:
+    levels = {cid: "MUST" for cid in outcomes}
+    return {
+        "subject": subject,
+        "verdict": "non-conformant" if "failed" in outcomes.values() else "conformant",
+        "clauses": {cid: {"outcome": o, "level": levels[cid]} for cid, o in outcomes.items()},
+    }
+
+
+def test_init_then_check_gives_exit_0_and_three_reports(run_cli, tmp_path: Path) -> None:
+    """init writes a subject on the reference that passes the whole suite unedited."""
+    init = run_cli("init", "project")
+    assert init.returncode == 0, init.stderr
+    project = tmp_path / "project"
+    assert (project / "conformance_subject.py").is_file()
+    workflow = (project / ".github/workflows/sessionstate.yml").read_text()
+    assert "sessionstate check conformance_subject:subject" in workflow
+    assert "GITHUB_STEP_SUMMARY" in workflow and "actions/cache" in workflow
+    shutil.move(str(project / "conformance_subject.py"), tmp_path / "conformance_subject.py")
+    check = run_cli(
+        "check", "conformance_subject:subject", "--junitxml", "r/junit.xml",
+        "--markdown", "r/summary.md", "--report-json", "r/results.json",
+    )  # fmt: skip
+    assert check.returncode == 0, check.stdout[-3000:] + check.stderr
+    results = json.loads((tmp_path / "r/results.json").read_text())
+    assert results["verdict"] == "conformant"
+    assert "<testsuite" in (tmp_path / "r/junit.xml").read_text()
+    assert "is conformant" in (tmp_path / "r/summary.md").read_text()
+
+
+def test_init_refuses_to_overwrite_without_force(run_cli, tmp_path: Path) -> None:
+    """A second init exits 2 with one line; --force overwrites."""
+    assert run_cli("init").returncode == 0
+    (tmp_path / "conformance_subject.py").write_text("# mine\n")
+    again = run_cli("init")
+    assert again.returncode == 2
+    assert again.stderr.strip().endswith("already exists; pass --force to overwrite")
+    assert (tmp_path / "conformance_subject.py").read_text() == "# mine\n"
+    assert run_cli("init", "--force").returncode == 0
+    assert "Subject(" in (tmp_path / "conformance_subject.py").read_text()
+
+
+def test_report_matrix_markdown_and_html(run_cli, tmp_path: Path) -> None:
+    """Two results files become one row each, a cell per clause group."""
+    (tmp_path / "a.json").write_text(
+        json.dumps(_results("alpha", {"LRU-1": "passed", "LRU-2": "passed", "ENV-1": "passed"}))
+    )
+    (tmp_path / "b.json").write_text(
+        json.dumps(_results("beta", {"LRU-1": "failed", "LRU-2": "passed", "ENV-1": "skipped"}))
+    )
+    result = run_cli("report", "a.json", "b.json", "--markdown", "m.md", "--html", "m.html")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "| subject | verdict | LRU | ENV |",
+        "|---|---|---|---|",
+        "| alpha | conformant | ✅ 2/2 | ✅ 1/1 |",
+        "| beta | non-conformant | ❌ 1/2 | — |",
+    ]
+    assert (tmp_path / "m.md").read_text() == result.stdout
+    page = (tmp_path / "m.html").read_text()
+    assert page.count('<td class="pass"') == 2 and page.count('<td class="fail"') == 1
+    assert "<script" not in page
+
+
+@pytest.mark.parametrize("content", ["not json", "{}", "[1, 2]"])
+def test_report_rejects_bad_files_with_one_line(run_cli, tmp_path: Path, content: str) -> None:
+    """A file that is not a results JSON is a usage error, exit 2."""
+    (tmp_path / "bad.json").write_text(content)
+    result = run_cli("report", "bad.json")
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and "bad.json" in result.stderr
+
+
+def test_html_matrix_renders_in_headless_chromium(tmp_path: Path) -> None:
+    """The page renders to a non-empty screenshot in headless Chromium."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("no chromium on PATH (apt-get install chromium to run this check)")
+    page = tmp_path / "m.html"
+    page.write_text(to_html([_results("alpha", {"LRU-1": "passed", "ENV-1": "failed"})]))
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
+         "--window-size=800,300", page.as_uri()],
+        capture_output=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert shot.is_file() and shot.stat().st_size > 1000
