@@ -130,7 +130,11 @@ class _Walk:
         if owner.nbytes == 0:
             return
         start = int(owner.__array_interface__["data"][0])
-        self.add("cpu", _HostSpans.of(self.seen).cover(start, owner.nbytes))
+        spans = _HostSpans.of(self.seen)
+        # Pin the owner as ``seen`` pins counted storages: once freed, its
+        # address could be reused by a new array that would then count 0.
+        spans.owners.append(owner)
+        self.add("cpu", spans.cover(start, owner.nbytes))
 
 
 def _sparse_components(tensor: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -156,13 +160,14 @@ class _HostSpans:
     confirms the match even if CPython reuses the id of a dead set.
     """
 
-    __slots__ = ("__weakref__", "starts", "stops")
+    __slots__ = ("__weakref__", "owners", "starts", "stops")
 
     _by_seen: ClassVar[weakref.WeakValueDictionary[int, _HostSpans]] = weakref.WeakValueDictionary()
 
     def __init__(self) -> None:
         self.starts: list[int] = []  # sorted, disjoint, non-adjacent ranges
         self.stops: list[int] = []
+        self.owners: list[np.ndarray] = []  # NumPy owners counted, kept alive
 
     @classmethod
     def of(cls, seen: SeenStorages) -> _HostSpans:

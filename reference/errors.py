@@ -10,7 +10,8 @@ class SessionAdmissionError(RuntimeError):
 
     def __init__(self, session_id: str, max_sessions: int) -> None:
         super().__init__(
-            f"cannot admit session {session_id!r}: {max_sessions} sessions are resident "
+            # Always single quotes, as the contract words it, whatever the id holds.
+            f"cannot admit session '{session_id}': {max_sessions} sessions are resident "
             "and evict_when_full=False (drop a finished session or raise_max_sessions())"
         )
         self.session_id = session_id

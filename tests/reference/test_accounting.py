@@ -1,0 +1,374 @@
+"""Unit tests of ``sessionstate.reference.accounting`` (contract section 1)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from types import MappingProxyType
+
+import numpy as np
+import pytest
+import torch
+
+from sessionstate.reference import SeenStorages, device_bytes, merge_bytes
+
+# Views that share their base's storage; the base is a (4, 8) float32 tensor of 128 bytes.
+_VIEWS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "slice": lambda t: t[1:2, 3:5],
+    "narrow": lambda t: t.narrow(1, 7, 1),
+    "select": lambda t: t[3],
+    "view": lambda t: t.view(-1),
+    "reshape": lambda t: t.reshape(8, 4),
+    "t": lambda t: t.t(),
+    "transpose": lambda t: t.transpose(0, 1),
+    "permute": lambda t: t.unsqueeze(0).permute(2, 0, 1),
+    "expand": lambda t: t.unsqueeze(0).expand(5, 4, 8),
+    "as_strided": lambda t: t.as_strided((2, 2), (1, 1), 29),
+    "view_dtype": lambda t: t.view(torch.int32),
+    "view_dtype_narrower": lambda t: t.view(torch.float16),
+    "detach": lambda t: t.detach(),
+}
+
+
+class TestSeenStorages:
+    def test_is_a_set(self) -> None:
+        """``SeenStorages`` is the plain set type callers create with ``set()``."""
+        seen: SeenStorages = set()
+        assert SeenStorages == set[object]
+        assert isinstance(seen, set)
+
+
+class TestMergeBytes:
+    def test_adds_per_device_in_place(self) -> None:
+        """Devices present in both are added; the others are copied over."""
+        into = {"cpu": 10, "meta": 1}
+        assert merge_bytes(into, {"cpu": 5, "cuda:0": 7}) is into
+        assert into == {"cpu": 15, "meta": 1, "cuda:0": 7}
+
+    def test_empty_other_leaves_into(self) -> None:
+        """Merging nothing changes nothing."""
+        into = {"cpu": 3}
+        assert merge_bytes(into, {}) == {"cpu": 3}
+
+    def test_does_not_mutate_other(self) -> None:
+        """Only ``into`` changes."""
+        other = {"cpu": 4}
+        merge_bytes({"cpu": 1}, other)
+        assert other == {"cpu": 4}
+
+
+class TestDeviceBytesTensors:
+    def test_slice_pins_whole_storage(self) -> None:
+        """A narrow slice counts the whole allocation behind it."""
+        buf = torch.zeros(100)
+        assert device_bytes(buf[10:12], set()) == {"cpu": 400}
+
+    @pytest.mark.parametrize("name", sorted(_VIEWS))
+    def test_view_counts_once(self, name: str) -> None:
+        """A tensor and a view of it count their one storage once."""
+        base = torch.zeros(4, 8)
+        derived = _VIEWS[name](base)
+        assert derived.untyped_storage() is base.untyped_storage()
+        assert device_bytes([base, derived], set()) == {"cpu": 128}
+        assert device_bytes([derived, base, derived], set()) == {"cpu": 128}
+
+    def test_dtype_sizes(self) -> None:
+        """Bytes follow the element size of each storage."""
+        value = [torch.zeros(3, dtype=torch.float16), torch.zeros(3, dtype=torch.int64)]
+        assert device_bytes(value, set()) == {"cpu": 6 + 24}
+
+    def test_distinct_storages_add_up(self) -> None:
+        """Two equal but separate tensors count twice."""
+        assert device_bytes([torch.zeros(4), torch.zeros(4)], set()) == {"cpu": 32}
+
+    def test_shared_seen_across_calls(self) -> None:
+        """A storage counted in one call is skipped by the next call with the same seen."""
+        seen: SeenStorages = set()
+        base = torch.zeros(8)
+        assert device_bytes(base, seen) == {"cpu": 32}
+        assert device_bytes(base[2:], seen) == {}
+        assert device_bytes([base, torch.zeros(2)], seen) == {"cpu": 8}
+
+    def test_fresh_seen_counts_again(self) -> None:
+        """Separate seen sets do not share anything."""
+        base = torch.zeros(8)
+        assert device_bytes(base, set()) == {"cpu": 32}
+        assert device_bytes(base, set()) == {"cpu": 32}
+
+    def test_returns_new_dict_and_grows_seen(self) -> None:
+        """Each call returns a new dict and records the storage it counted."""
+        seen: SeenStorages = set()
+        base = torch.zeros(2)
+        first = device_bytes(base, seen)
+        assert base.untyped_storage() in seen
+        assert device_bytes(torch.zeros(1), seen) is not first
+        assert first == {"cpu": 8}
+
+    def test_meta_storages_counted_separately(self) -> None:
+        """Meta storages all have data pointer 0 and still count one by one."""
+        a, b = torch.empty(3, device="meta"), torch.empty(5, device="meta")
+        assert a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() == 0
+        assert device_bytes([a, b], set()) == {"meta": 32}
+        assert device_bytes([a, a.view(-1), b.t()], set()) == {"meta": 32}
+
+    def test_zero_size_storages_counted_separately(self) -> None:
+        """Zero-size storages share data pointer 0 but are distinct entries of seen."""
+        a, b = torch.empty(0), torch.empty(0)
+        assert a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() == 0
+        seen: SeenStorages = set()
+        assert device_bytes([a, b], seen) == {"cpu": 0}
+        assert a.untyped_storage() in seen
+        assert b.untyped_storage() in seen
+        assert len(seen) == 2
+
+    def test_fake_cuda_device_names(self, fake_cuda: Callable[[int, str], torch.Tensor]) -> None:
+        """Bytes are keyed by str(tensor.device), here simulated cuda:0 and cuda:1."""
+        zero, one = fake_cuda(4, "cuda:0"), fake_cuda(6, "cuda:1")
+        assert str(one.device) == "cuda:1"
+        assert device_bytes([zero, one, one.view(-1)], set()) == {"cuda:0": 16, "cuda:1": 24}
+
+    def test_cpu_and_meta_in_one_value(self) -> None:
+        """Devices are never summed together."""
+        value = {"host": torch.zeros(2), "meta": torch.empty(3, device="meta")}
+        assert device_bytes(value, set()) == {"cpu": 8, "meta": 12}
+
+    def test_cpu_tensor_and_device_copy(
+        self, fake_cuda: Callable[[int, str], torch.Tensor]
+    ) -> None:
+        """A CPU tensor and its (simulated) CUDA copy are two storages on two devices."""
+        value = [torch.zeros(4), fake_cuda(4, "cuda:0"), torch.empty(4, device="meta")]
+        assert device_bytes(value, set()) == {"cpu": 16, "cuda:0": 16, "meta": 16}
+
+
+class TestDeviceBytesNumpy:
+    def test_owner(self) -> None:
+        """An owning array counts its buffer under cpu."""
+        assert device_bytes(np.zeros(10), set()) == {"cpu": 80}
+
+    @pytest.mark.parametrize("index", [slice(1, None), slice(None, None, 2), slice(3, 4)])
+    def test_view_counts_owner(self, index: slice) -> None:
+        """A view alone counts the whole owner buffer, and with the owner counts once."""
+        owner = np.zeros(10)
+        assert device_bytes(owner[index], set()) == {"cpu": 80}
+        assert device_bytes([owner, owner[index], owner.reshape(2, 5).T], set()) == {"cpu": 80}
+
+    def test_base_chain_followed(self) -> None:
+        """A view of a view (through a subclass) still counts the first owner."""
+        owner = np.zeros(10)
+        middle = owner.view(_Sub)
+        tail = middle[1:]
+        assert tail.base is middle and middle.base is owner
+        assert device_bytes([tail, owner], set()) == {"cpu": 80}
+
+    def test_foreign_base_is_owner(self) -> None:
+        """An array over a bytearray owns its memory as far as NumPy goes."""
+        array = np.frombuffer(bytearray(24), dtype=np.int64)
+        assert device_bytes([array, array[1:]], set()) == {"cpu": 24}
+
+    def test_zero_size_counts_nothing(self) -> None:
+        """An empty owner adds no device; an empty view still pins its owner."""
+        owner = np.zeros(4)
+        assert device_bytes(np.zeros(0), set()) == {}
+        assert device_bytes(owner[2:2], set()) == {"cpu": 32}
+
+    def test_tensor_numpy(self) -> None:
+        """``tensor.numpy()`` is the tensor's memory, alone or with it, in both orders."""
+        tensor = torch.zeros(4)
+        array = tensor.numpy()
+        assert device_bytes(array, set()) == {"cpu": 16}
+        assert device_bytes(array[1:], set()) == {"cpu": 16}
+        assert device_bytes([tensor, array], set()) == {"cpu": 16}
+        assert device_bytes([array, tensor], set()) == {"cpu": 16}
+
+    def test_tensor_slice_numpy_pins_storage(self) -> None:
+        """``tensor[2:4].numpy()`` pins the tensor's whole storage, as the slice does."""
+        tensor = torch.zeros(10)
+        array = tensor[2:4].numpy()
+        assert device_bytes(array, set()) == {"cpu": 40}
+        assert device_bytes([array, tensor], set()) == {"cpu": 40}
+
+    def test_from_numpy_owner(self) -> None:
+        """``torch.from_numpy(owner)`` and the owner count once, in both orders."""
+        owner = np.zeros(10)
+        tensor = torch.from_numpy(owner)
+        assert device_bytes(tensor, set()) == {"cpu": 80}
+        assert device_bytes([owner, tensor], set()) == {"cpu": 80}
+        assert device_bytes([tensor, owner], set()) == {"cpu": 80}
+
+    def test_from_numpy_offset_view(self) -> None:
+        """``torch.from_numpy(owner[1:])`` with the owner is the owner's bytes, both orders."""
+        owner = np.zeros(10)
+        tail = torch.from_numpy(owner[1:])
+        assert device_bytes(tail, set()) == {"cpu": 72}
+        assert device_bytes([owner, tail], set()) == {"cpu": 80}
+        assert device_bytes([tail, owner], set()) == {"cpu": 80}
+
+    def test_partial_overlaps(self) -> None:
+        """Overlapping borrowed ranges count the bytes of their union."""
+        owner = np.zeros(10)
+        seen: SeenStorages = set()
+        assert device_bytes(torch.from_numpy(owner[2:6]), seen) == {"cpu": 32}
+        assert device_bytes(torch.from_numpy(owner[4:8]), seen) == {"cpu": 16}
+        assert device_bytes(owner, seen) == {"cpu": 32}
+
+    def test_range_bridging_two_others(self) -> None:
+        """A range overlapping two counted ranges counts only the gap between them."""
+        owner = np.zeros(10)
+        seen: SeenStorages = set()
+        assert device_bytes([torch.from_numpy(owner[0:2]), torch.from_numpy(owner[6:8])], seen) == {
+            "cpu": 32
+        }
+        assert device_bytes(torch.from_numpy(owner[1:7]), seen) == {"cpu": 32}
+        assert device_bytes(torch.from_numpy(owner[5:9]), seen) == {"cpu": 8}
+        assert device_bytes(owner, seen) == {"cpu": 8}
+
+    def test_adjacent_and_disjoint_ranges(self) -> None:
+        """Touching and separate ranges each count in full."""
+        owner = np.zeros(10)
+        parts = [owner[0:2], owner[2:4], owner[8:10], owner[5:6]]
+        seen: SeenStorages = set()
+        counted = [device_bytes(torch.from_numpy(part), seen) for part in parts]
+        assert counted == [{"cpu": 16}, {"cpu": 16}, {"cpu": 16}, {"cpu": 8}]
+        assert device_bytes(owner, seen) == {"cpu": 24}
+
+    def test_freed_owner_address_not_reused(self) -> None:
+        """Arrays counted through one seen stay distinct even when made and dropped in turn."""
+        seen: SeenStorages = set()
+        counted = [device_bytes(np.zeros(10), seen) for _ in range(5)]
+        counted += [device_bytes(torch.from_numpy(np.zeros(10)), seen) for _ in range(5)]
+        assert counted == [{"cpu": 80}] * 10
+
+    def test_cleared_seen_forgets_ranges(self) -> None:
+        """After ``seen.clear()`` the same set counts host memory again."""
+        owner = np.zeros(10)
+        seen: SeenStorages = set()
+        assert device_bytes(owner, seen) == {"cpu": 80}
+        survivor = set(seen)  # keeps the old ranges object alive elsewhere
+        seen.clear()
+        assert device_bytes(owner, seen) == {"cpu": 80}
+        assert len(survivor) == 1
+
+
+class _Sub(np.ndarray):
+    """An ndarray subclass: its views keep it as their base."""
+
+
+class _Pair(Sequence[object]):
+    """A minimal custom Sequence."""
+
+    def __init__(self, *items: object) -> None:
+        self.items = items
+
+    def __getitem__(self, index: int) -> object:  # type: ignore[override]
+        return self.items[index]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+class _Unwalkable:
+    """Mixin whose iteration fails, proving a value was not walked."""
+
+    def __iter__(self) -> Iterator[object]:
+        raise AssertionError("walked")
+
+    def __getitem__(self, index: object) -> object:
+        raise AssertionError("walked")
+
+
+class _Str(_Unwalkable, str): ...
+
+
+class _Bytes(_Unwalkable, bytes): ...
+
+
+class _Bytearray(_Unwalkable, bytearray): ...
+
+
+class TestDeviceBytesContainers:
+    def test_mapping_values_not_keys(self) -> None:
+        """A mapping counts its values; its keys count nothing."""
+        assert device_bytes({torch.zeros(100): torch.zeros(1)}, set()) == {"cpu": 4}
+        assert device_bytes(MappingProxyType({"a": torch.zeros(2)}), set()) == {"cpu": 8}
+
+    def test_sequences(self) -> None:
+        """Lists, tuples, deques and custom Sequences are walked."""
+        value = [torch.zeros(1), (torch.zeros(2),), deque([torch.zeros(3)]), _Pair(torch.zeros(4))]
+        assert device_bytes(value, set()) == {"cpu": 40}
+
+    def test_nested_several_levels(self) -> None:
+        """Containers are walked to any depth."""
+        inner = torch.zeros(5)
+        value = {"a": [({"b": deque([[inner]])},)], "c": [[[[[torch.zeros(1)]]]]], "d": inner}
+        assert device_bytes(value, set()) == {"cpu": 24}
+
+    def test_deep_nesting(self) -> None:
+        """A fifty-level list still counts its leaf."""
+        value: object = torch.zeros(2)
+        for _ in range(50):
+            value = [value]
+        assert device_bytes(value, set()) == {"cpu": 8}
+
+    @pytest.mark.parametrize("cls", [_Str, _Bytes, _Bytearray])
+    def test_text_and_bytes_not_walked(self, cls: type) -> None:
+        """str, bytes and bytearray are never iterated."""
+        assert device_bytes([cls(b"xyz" if cls is not _Str else "xyz")], set()) == {}
+
+    def test_memoryview_not_walked(self) -> None:
+        """A memoryview counts nothing (its exporter is what holds memory)."""
+        assert device_bytes(memoryview(bytearray(16)), set()) == {}
+
+    @pytest.mark.parametrize("value", [None, 0, 1.5, True, object(), {torch.zeros(2)}, "", []])
+    def test_other_objects_count_nothing(self, value: object) -> None:
+        """Scalars, plain objects, sets and empty containers count nothing."""
+        assert device_bytes(value, set()) == {}
+
+    def test_self_referencing_list(self) -> None:
+        """A list containing itself terminates and counts its tensor once."""
+        value: list[object] = [torch.zeros(3)]
+        value.append(value)
+        assert device_bytes(value, set()) == {"cpu": 12}
+
+    def test_self_referencing_dict(self) -> None:
+        """A dict containing itself terminates and counts its tensor once."""
+        value: dict[str, object] = {"t": torch.zeros(3)}
+        value["self"] = value
+        value["again"] = [value]
+        assert device_bytes(value, set()) == {"cpu": 12}
+
+    def test_shared_sub_container(self) -> None:
+        """A sub-container reached twice is counted once."""
+        shared = [torch.zeros(2)]
+        assert device_bytes([shared, (shared,), {"x": shared}], set()) == {"cpu": 8}
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta state")
+class TestDeviceBytesSparse:
+    @pytest.mark.parametrize("make", [torch.sparse_csr_tensor, torch.sparse_csc_tensor])
+    def test_compressed(self, make: Callable[..., torch.Tensor]) -> None:
+        """CSR and CSC count compressed indices, plain indices and values."""
+        crow, col, values = torch.tensor([0, 1, 2]), torch.tensor([1, 0]), torch.tensor([1.0, 2.0])
+        sparse = make(crow, col, values, (2, 2))
+        assert device_bytes(sparse, set()) == {"cpu": 24 + 16 + 8}
+        assert device_bytes([sparse, crow, col, values], set()) == {"cpu": 48}
+
+    @pytest.mark.parametrize("make", [torch.sparse_bsr_tensor, torch.sparse_bsc_tensor])
+    def test_blocked(self, make: Callable[..., torch.Tensor]) -> None:
+        """BSR and BSC count their indices and their blocks."""
+        crow, col, blocks = torch.tensor([0, 1, 2]), torch.tensor([1, 0]), torch.ones(2, 2, 2)
+        sparse = make(crow, col, blocks, (4, 4))
+        assert device_bytes([sparse, blocks], set()) == {"cpu": 24 + 16 + 32}
+
+    def test_coo(self) -> None:
+        """COO counts its indices and values, and dedups through seen."""
+        indices, values = torch.tensor([[0, 1], [1, 0]]), torch.tensor([1.0, 2.0])
+        sparse = torch.sparse_coo_tensor(indices, values, (2, 2))
+        seen: SeenStorages = set()
+        assert device_bytes(sparse, seen) == {"cpu": 32 + 8}
+        assert device_bytes([sparse, indices, values], seen) == {}
+
+    def test_other_layout_does_not_raise(self) -> None:
+        """A layout with no known components (jagged) counts nothing rather than raising."""
+        nested = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)], layout=torch.jagged)
+        assert nested.layout is torch.jagged
+        assert device_bytes(nested, set()) == {}
