@@ -52,6 +52,33 @@ def coverage(session: nox.Session) -> None:
 
 
 @nox.session
+def bench(session: nox.Session) -> None:
+    """Hot-path ratios and suite throughput; rewrites BENCHMARKS.md and bench/scaling.png."""
+    install(session, "test,bench")
+    session.run("python", "bench/hotpaths.py", *session.posargs)
+    session.run("python", "bench/suite_speed.py")
+    session.run("python", "bench/render.py")
+
+
+@nox.session
+def detection(session: nox.Session) -> None:
+    """Every zoo bug over 10 random seeds at the default profile; table in BENCHMARKS.md."""
+    install(session)
+    session.run("python", "bench/detection.py", *session.posargs)
+    session.run("python", "bench/render.py")
+
+
+@nox.session
+def mutation(session: nox.Session) -> None:
+    """Mutation score of the conformance suite alone over reference/ (cosmic-ray, in place)."""
+    session.install(TORCH)
+    # Editable: cosmic-ray mutates reference/*.py in place, and the package-dir
+    # mapping must send `import sessionstate.reference` to those very files.
+    session.install("-e", ".[test]", "cosmic-ray>=8.3")
+    session.run("python", "bench/mutation.py", *session.posargs)
+
+
+@nox.session
 def gpu(session: nox.Session) -> None:
     """Only the tests that need a real CUDA device (run where one is visible)."""
     session.install(os.environ.get("SESSIONSTATE_TORCH", "torch"))

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import weakref
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar, TypeAlias
 
 import numpy as np
@@ -83,11 +83,18 @@ class _Walk:
             return
         elif isinstance(value, Mapping):
             if self.enter(value):
-                for item in value.values():
-                    self.visit(item)
+                self.items(value.values())
         elif isinstance(value, Sequence) and self.enter(value):  # lists, tuples, deques...
-            for item in value:
-                self.visit(item)
+            self.items(value)
+
+    def items(self, values: Iterable[object]) -> None:
+        # Hot path: sessions hold long lists of tensors; dispatch those inline.
+        tensor, visit = self.tensor, self.visit
+        for item in values:
+            if isinstance(item, torch.Tensor):
+                tensor(item)
+            else:
+                visit(item)
 
     def enter(self, container: object) -> bool:
         # The container is alive for the whole pass, so its id is stable here.
@@ -101,23 +108,35 @@ class _Walk:
         self.totals[device] = self.totals.get(device, 0) + nbytes
 
     def tensor(self, tensor: torch.Tensor) -> None:
-        if tensor.layout is not torch.strided:
-            # Sparse layouts have no storage of their own (upstream raises
-            # NotImplementedError here, breaking stats() for every session);
+        try:
+            storage = tensor.untyped_storage()
+        except (NotImplementedError, RuntimeError):
+            # Sparse layouts have no storage of their own (upstream lets this
+            # NotImplementedError escape, breaking stats() for every session);
             # their memory is their component tensors.
-            for part in _sparse_components(tensor):
+            parts = _sparse_components(tensor)
+            for part in parts:
                 self.tensor(part)
+            if not parts and tensor not in self.seen:
+                # Opaque layouts (mkldnn) expose no storage: count their
+                # elements, once per tensor object, rather than nothing.
+                self.seen.add(tensor)
+                device = str(tensor.device)
+                nbytes = tensor.numel() * tensor.element_size()
+                self.totals[device] = self.totals.get(device, 0) + nbytes
             return
-        storage = tensor.untyped_storage()
-        if storage in self.seen:
+        seen = self.seen
+        if storage in seen:
             return
-        self.seen.add(storage)
+        seen.add(storage)
         nbytes = storage.nbytes()
-        if nbytes and not storage.resizable() and storage.device.type == "cpu":
+        device = str(tensor.device)
+        if device == "cpu" and nbytes and not storage.resizable():
             # Not allocated by torch: host memory borrowed from NumPy or a
             # buffer, possibly shared with an array counted elsewhere.
-            nbytes = _HostSpans.of(self.seen).cover(storage.data_ptr(), nbytes)
-        self.add(str(tensor.device), nbytes)
+            nbytes = _HostSpans.of(seen).cover(storage.data_ptr(), nbytes)
+        totals = self.totals
+        totals[device] = totals.get(device, 0) + nbytes
 
     def array(self, array: np.ndarray) -> None:
         owner = array

@@ -367,8 +367,15 @@ class TestDeviceBytesSparse:
         assert device_bytes(sparse, seen) == {"cpu": 32 + 8}
         assert device_bytes([sparse, indices, values], seen) == {}
 
-    def test_other_layout_does_not_raise(self) -> None:
-        """A layout with no known components (jagged) counts nothing rather than raising."""
+    def test_opaque_mkldnn_counts_its_elements_once(self) -> None:
+        """An mkldnn tensor has no storage: its elements count, once per tensor object."""
+        opaque = torch.zeros(3, 4).to_mkldnn()
+        seen: set[object] = set()
+        assert device_bytes([opaque, opaque], seen) == {"cpu": 48}
+        assert device_bytes(opaque, seen) == {}
+
+    def test_jagged_layout_counts_its_values(self) -> None:
+        """A jagged nested tensor counts the storage of its packed values (5 floats)."""
         nested = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)], layout=torch.jagged)
         assert nested.layout is torch.jagged
-        assert device_bytes(nested, set()) == {}
+        assert device_bytes(nested, set()) == {"cpu": 20}

@@ -1,0 +1,56 @@
+"""Detection benchmark: every zoo bug, over several random seeds, at the default profile.
+
+For each (subject, seed): was a declared clause failed, how many stateful steps
+and seconds until the first clause failure, and how long is the shrunk program.
+Writes bench/results-detection.json; render.py turns it into BENCHMARKS.md.
+``python bench/detection.py [--seeds 10] [--jobs 2] [--only NAME]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from sessionstate.fixtures.zoo import ZOO
+
+HERE = Path(__file__).parent
+
+
+def run_one(target: str, seed: int, groups: list[str]) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, str(HERE / "detect_one.py"), target, str(seed), *groups],
+        capture_output=True, text=True, timeout=900, cwd=HERE,
+    )  # fmt: skip
+    lines = out.stdout.strip().splitlines()
+    if out.returncode != 0 or not lines:
+        return {"target": target, "seed": seed, "error": out.stderr[-500:]}
+    return json.loads(lines[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--only", action="append", default=[])
+    parser.add_argument("--out", default=str(HERE / "results-detection.json"))
+    args = parser.parse_args()
+    entries = [e for e in ZOO if not args.only or e.name in args.only]
+    jobs = [(e, seed) for e in entries for seed in range(1, args.seeds + 1)]
+    with ThreadPoolExecutor(args.jobs) as pool:
+        runs = list(pool.map(lambda job: run_one(job[0].target, job[1], sorted(job[0].groups)), jobs))
+    table = []
+    for (entry, _seed), run in zip(jobs, runs, strict=True):
+        run["name"] = entry.name
+        run["kills"] = list(entry.kills)
+        run["found"] = bool(set(entry.kills) & set(run.get("failed", [])))
+        table.append(run)
+        print(f"{entry.name:<40} seed {run['seed']:>2}: {'found' if run['found'] else 'MISSED'}")
+    Path(args.out).write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
