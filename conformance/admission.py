@@ -1,0 +1,443 @@
+"""Admission control (SPEC ADMIT): a sequential model and the machine that checks a subject.
+
+``AdmissionModel`` is the manager as SPEC.md and the contract (section 6) describe it, one
+call at a time: a hit, an admitted miss (evicting only when ``evict_when_full``), a refused
+miss, a drop, a cap raise. It is written from the spec alone and never imports an
+implementation (zarr's rule for its store model: the oracle must not share the code under
+test). ``AdmissionMachine`` drives a subject's manager and the model side by side and compares
+them after every call, naming the ADMIT clause a difference breaks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from .checks import ClauseFailure, calling, check_equal
+
+__all__ = [
+    "ADMIT_CLAUSES",
+    "AdmissionMachine",
+    "AdmissionModel",
+    "DefaultManagerMachine",
+    "Outcome",
+    "Raises",
+    "RefusingManagerMachine",
+    "Same",
+    "non_positive",
+    "outcome_of",
+    "refusal",
+    "session_key",
+]
+
+#: Every clause the machine can fail; its tests carry all of them.
+ADMIT_CLAUSES = tuple(f"ADMIT-{n}" for n in range(1, 12))
+
+NON_POSITIVE = "max_sessions must be positive"
+
+
+def session_key(session_id: object) -> str:
+    """The table key of ``session_id``: falsy ids are ``"default"`` (SPEC KEY-1, KEY-2)."""
+    return str(session_id or "default")
+
+
+class Raises:
+    """An expected exception, for ``check_equal``: equal to an exception of ``kind``
+    whose message contains ``phrase``.
+
+    A failure then reads ``get_or_create_session('d')=<SessionState ...>, but should be
+    SessionAdmissionError("cannot admit session 'd'") [ADMIT-1: ...]``.
+    """
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, name: str, phrase: str, kind: type[BaseException] = Exception) -> None:
+        self.name, self.phrase, self.kind = name, phrase, kind
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, self.kind) and self.phrase in str(other)
+
+    def __repr__(self) -> str:
+        return f"{self.name}({self.phrase!r})"
+
+
+class Same:
+    """An expected object, for ``check_equal``: equal only to that very object (identity)."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, obj: object) -> None:
+        self.obj = obj
+
+    def __eq__(self, other: object) -> bool:
+        return other is self.obj
+
+    def __repr__(self) -> str:
+        return f"the same object, {self.obj!r}"
+
+
+def refusal(session_id: object) -> Raises:
+    """What a refused miss raises (ADMIT-1).
+
+    Recognised by its message, so the subject's own ``SessionAdmissionError`` class
+    passes: the suite never asks for the reference's class.
+    """
+    return Raises("SessionAdmissionError", f"cannot admit session '{session_key(session_id)}'")
+
+
+def non_positive() -> Raises:
+    """What ``raise_max_sessions(n)`` raises for ``n <= 0`` (ADMIT-7)."""
+    return Raises("ValueError", NON_POSITIVE, ValueError)
+
+
+def outcome_of(call: Callable[[], Any]) -> Any:
+    """``call()``'s result, or the exception it raised, to compare with a ``Raises``.
+
+    A ``ClauseFailure`` (raised by a suite hook the subject called, such as a checking
+    lock) is the suite's own verdict and propagates.
+    """
+    try:
+        return call()
+    except ClauseFailure:
+        raise
+    except Exception as error:
+        return error
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the model says one ``get_or_create_session`` does."""
+
+    kind: str  # "hit", "miss" or "refused"
+    evicted: tuple[str, ...] = ()
+
+
+class AdmissionModel:
+    """The manager of SPEC LRU, DROP and ADMIT as a plain list, least recently used first.
+
+    ``drops``, ``flipped`` and ``initial_max_sessions`` are history the suite uses to
+    name the clause a difference breaks. A refused miss counts nowhere (ADMIT-3).
+    """
+
+    def __init__(self, max_sessions: int, evict_when_full: bool = True) -> None:
+        _check_positive(max_sessions)
+        self.max_sessions = self.initial_max_sessions = max_sessions
+        self.evict_when_full = evict_when_full
+        self.flipped = False
+        self.order: list[str] = []
+        self.hits = self.misses = self.evictions = self.drops = 0
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __contains__(self, session_id: object) -> bool:
+        return session_key(session_id) in self.order
+
+    @property
+    def full(self) -> bool:
+        return len(self.order) >= self.max_sessions
+
+    def get_or_create(self, session_id: object) -> Outcome:
+        """A hit moves the key to the end; a miss appends it, or is refused when full."""
+        key = session_key(session_id)
+        if key in self.order:
+            self.order.remove(key)
+            self.order.append(key)
+            self.hits += 1
+            return Outcome("hit")
+        if self.full and not self.evict_when_full:
+            return Outcome("refused")  # ADMIT-2, ADMIT-3: nothing changes
+        self.misses += 1
+        self.order.append(key)
+        evicted = []
+        while len(self.order) > self.max_sessions:  # LRU-4: the newcomer is last, never first
+            evicted.append(self.order.pop(0))
+        self.evictions += len(evicted)
+        return Outcome("miss", tuple(evicted))
+
+    def drop(self, session_id: object) -> bool:
+        """Remove a resident key (DROP-2); an absent one changes nothing (DROP-1)."""
+        key = session_key(session_id)
+        if key not in self.order:
+            return False
+        self.order.remove(key)
+        self.drops += 1
+        return True
+
+    def raise_max_sessions(self, max_sessions: int) -> bool:
+        """Raise the cap only upwards (ADMIT-6); reject ``n <= 0`` (ADMIT-7)."""
+        _check_positive(max_sessions)
+        if max_sessions <= self.max_sessions:
+            return False
+        self.max_sessions = max_sessions
+        return True
+
+    def set_evict_when_full(self, flag: bool) -> None:
+        """Switch the policy for later misses (ADMIT-11); the table stays as it is."""
+        self.evict_when_full = flag
+        self.flipped = True
+
+    def describe(self) -> str:
+        return (
+            f"table {self.order} (least recent first), max_sessions={self.max_sessions}, "
+            f"evict_when_full={self.evict_when_full}"
+        )
+
+
+def _check_positive(max_sessions: int) -> None:
+    if max_sessions <= 0:
+        raise ValueError(f"{NON_POSITIVE}, got {max_sessions}")
+
+
+# Which clause a wrong observation breaks, from the model's state before the call: the
+# most specific clause whose promise the call relied on.
+
+
+def _hit_clause(model: AdmissionModel) -> str:
+    return "ADMIT-10" if model.evict_when_full else "ADMIT-4"
+
+
+def _admit_clause(model: AdmissionModel) -> str:
+    """Why this miss must be admitted rather than refused."""
+    if model.evict_when_full:
+        return "ADMIT-11" if model.flipped else "ADMIT-10"
+    if len(model) >= model.initial_max_sessions:
+        return "ADMIT-8"  # only a raised cap leaves room here
+    return "ADMIT-5" if model.drops else "ADMIT-1"
+
+
+def _table_clause(model: AdmissionModel) -> str:
+    """Why the table after an admitted miss must be what the model says: a refusing
+    manager evicts nothing; an evicting one evicts as the LRU clauses say."""
+    return "ADMIT-10" if model.evict_when_full else _admit_clause(model)
+
+
+def _refusal_clause(model: AdmissionModel, observed: object) -> str:
+    # A manager that evicted after evict_when_full was set to False ignored the setting.
+    returned = not isinstance(observed, BaseException)
+    return "ADMIT-11" if returned and model.flipped else "ADMIT-1"
+
+
+session_ids = st.sampled_from(["a", "b", "c", "d", 7, None, ""])
+capacities = st.integers(min_value=1, max_value=3)
+new_capacities = st.integers(min_value=-1, max_value=4)
+flags = st.booleans()
+
+# One id per key in ``session_ids`` ("" and None are both "default").
+_PROBES: tuple[object, ...] = ("a", "b", "c", "d", 7, None)
+
+
+class AdmissionMachine(RuleBasedStateMachine):
+    """A subject's manager against ``AdmissionModel``, compared after every call.
+
+    ``evict_when_full`` is what the constructor is given: ``False`` for a refusing
+    manager, ``None`` to leave the argument out (the default, ADMIT-10). Every admitted
+    session gets ``attrs["mark"] = key``, so a refusal that resets or replaces a resident
+    session shows (ADMIT-2). The LRU order of a refusing manager is invisible, so after a
+    refusal, or a hit while refusing, it is read from a twin: a fresh manager given the
+    same calls, then switched to evicting (ADMIT-11) and fed newcomers (a sequential
+    manager is deterministic, so the twin's order is the subject's).
+    """
+
+    evict_when_full: bool | None = False
+
+    def __init__(self, subject: Any) -> None:
+        super().__init__()
+        self.subject = subject
+        self.kwargs: dict[str, Any] = {}
+        self.manager: Any = None
+        self.model = AdmissionModel(1)
+        self.sessions: dict[str, Any] = {}  # key -> the object the subject returned
+        self.successful_drops = 0  # as the subject reported them (STATS-5)
+        self.history: list[Callable[[Any], Any]] = []  # every call made, for the twin
+
+    def _construct(self, clause: str) -> Any:
+        call = "SessionStateManager(" + ", ".join(f"{k}={v!r}" for k, v in self.kwargs.items())
+        with calling(clause, call + ")"):
+            return self.subject.make_manager(**self.kwargs)
+
+    @initialize(max_sessions=capacities)
+    def make_manager(self, max_sessions: int) -> None:
+        self.kwargs = {"max_sessions": max_sessions, "byte_budget": None}
+        if self.evict_when_full is not None:
+            self.kwargs["evict_when_full"] = self.evict_when_full
+        flag = self.evict_when_full is not False
+        clause = "ADMIT-10" if self.evict_when_full is None else "ADMIT-11"
+        self.manager = self._construct(clause)
+        with calling(clause, "manager.evict_when_full"):
+            observed = self.manager.evict_when_full
+        check_equal(observed, flag, clause, "evict_when_full", f"given {self.kwargs}")
+        self.model = AdmissionModel(max_sessions, flag)
+
+    def _call(self, call: Callable[[Any], Any]) -> Any:
+        self.history.append(call)
+        return outcome_of(lambda: call(self.manager))
+
+    @rule(session_id=session_ids)
+    def get_or_create_session(self, session_id: object) -> None:
+        call = f"get_or_create_session({session_id!r})"
+        when = f"{call} with {self.model.describe()}"
+        model, before = self.model, list(self.model.order)
+        clauses = (_hit_clause(model), _admit_clause(model), _table_clause(model))
+        expected = model.get_or_create(session_id)
+        observed = self._call(lambda manager: manager.get_or_create_session(session_id))
+        if expected.kind == "refused":
+            clause = _refusal_clause(model, observed)
+            check_equal(observed, refusal(session_id), clause, call, when)
+            self._check_state("ADMIT-2", "ADMIT-3", when)
+            self._check_order("ADMIT-2", when, before)
+        elif expected.kind == "hit":
+            held = self.sessions[session_key(session_id)]
+            check_equal(observed, Same(held), clauses[0], call, when)
+            self._check_state(clauses[0], clauses[0], when)
+            if not model.evict_when_full:
+                self._check_order("ADMIT-4", when, before)
+        else:
+            self._check_admitted(session_id, observed, clauses[1], call, when)
+            for key in expected.evicted:
+                self.sessions.pop(key, None)
+            self._check_state(clauses[2], clauses[1], when)
+
+    def _check_admitted(
+        self, session_id: object, observed: Any, clause: str, call: str, when: str
+    ) -> None:
+        with calling(clause, call):
+            if isinstance(observed, BaseException):
+                raise observed
+            contents = (list(observed.names()), dict(observed.attrs))
+        check_equal(contents, ([], {}), clause, f"({call}.names(), .attrs)", when)
+        holders = [key for key, held in self.sessions.items() if held is observed]
+        check_equal(holders, [], clause, f"resident ids already holding {call}", when)
+        observed.attrs["mark"] = session_key(session_id)
+        self.sessions[session_key(session_id)] = observed
+
+    @precondition(lambda self: len(self.model) > 0)
+    @rule(session_id=session_ids)
+    def drop_session(self, session_id: object) -> None:
+        call = f"drop_session({session_id!r})"
+        when = f"{call} with {self.model.describe()}"
+        clause = "ADMIT-10" if self.model.evict_when_full else "ADMIT-5"
+        expected = self.model.drop(session_id)
+        with calling(clause, call):
+            observed = self._call(lambda manager: manager.drop_session(session_id))
+            if isinstance(observed, BaseException):
+                raise observed
+        check_equal(observed, expected, clause, call, when)
+        if expected:
+            self.successful_drops += 1
+            self.sessions.pop(session_key(session_id))
+        self._check_state(clause, clause, when)
+
+    @precondition(lambda self: self.model.full)  # when an operator would
+    @rule(max_sessions=new_capacities)
+    def raise_max_sessions(self, max_sessions: int) -> None:
+        call = f"raise_max_sessions({max_sessions})"
+        when = f"{call} with {self.model.describe()}"
+        observed = self._call(lambda manager: manager.raise_max_sessions(max_sessions))
+        expected: object = non_positive()
+        clause = "ADMIT-7" if max_sessions <= 0 else "ADMIT-6"
+        if max_sessions > 0:
+            expected = self.model.raise_max_sessions(max_sessions)
+        check_equal(observed, expected, clause, call, when)
+        with calling(clause, "stats()"):
+            in_stats = self.manager.stats()["max_sessions"]
+        check_equal(in_stats, self.model.max_sessions, clause, 'stats()["max_sessions"]', when)
+        self._check_state(clause, clause, when)
+
+    @precondition(lambda self: len(self.model) > 0)
+    @rule(flag=flags)
+    def set_evict_when_full(self, flag: bool) -> None:
+        call = f"manager.evict_when_full = {flag}"
+        when = f"after {call} with {self.model.describe()}"
+        with calling("ADMIT-11", call):
+            self._call(lambda manager: _set_flag(manager, flag))
+            observed = self.manager.evict_when_full
+        self.model.set_evict_when_full(flag)
+        check_equal(observed, flag, "ADMIT-11", "evict_when_full", when)
+        self._check_state("ADMIT-11", "ADMIT-11", when)
+
+    def _check_state(self, table_clause: str, counter_clause: str, when: str) -> None:
+        """The table (size, membership, marks) and the counters equal the model's."""
+        manager, model = self.manager, self.model
+        with calling(table_clause, "len(manager)"):
+            check_equal(len(manager), len(model), table_clause, "len(manager)", when)
+        for probe in _PROBES:
+            with calling(table_clause, f"{probe!r} in manager"):
+                present = probe in manager
+            check_equal(present, probe in model, table_clause, f"{probe!r} in manager", when)
+        for key, held in self.sessions.items():
+            mark = held.attrs.get("mark")
+            check_equal(mark, key, table_clause, f"attrs['mark'] of session {key!r}", when)
+        counters = (manager.hits, manager.misses, manager.evictions)
+        expected = (model.hits, model.misses, model.evictions)
+        check_equal(counters, expected, counter_clause, "(hits, misses, evictions)", when)
+
+    def _check_order(self, clause: str, when: str, before: list[str]) -> None:
+        """The twin, given the same calls, evicts in the model's LRU order (see class doc).
+
+        If a twin of every call but the last (order ``before``) is already wrong, the
+        last call is not to blame: eviction itself breaks the LRU clauses (ADMIT-10).
+        """
+        if len(self.model) < 2:
+            return
+        evicted = self._twin_evictions(self.history, self.model.order, clause)
+        wrong = evicted != self.model.order
+        if wrong and self._twin_evictions(self.history[:-1], before, clause) != before:
+            clause = "ADMIT-10"
+        what = "eviction order of a twin switched to evict_when_full=True"
+        check_equal(evicted, self.model.order, clause, what, when)
+
+    def _twin_evictions(
+        self, calls: list[Callable[[Any], Any]], order: list[str], clause: str
+    ) -> list[str]:
+        """The keys of ``order`` a fresh manager given ``calls`` evicts, in turn, once
+        switched to evicting and fed newcomers (enough to fill it, then one per key)."""
+        twin = self._construct(clause)
+        for call in calls:
+            outcome_of(partial(call, twin))
+        with calling("ADMIT-11", "twin.evict_when_full = True"):
+            twin.evict_when_full = True
+        remaining, evicted = list(order), []
+        for n in range(self.model.max_sessions):
+            outcome_of(partial(twin.get_or_create_session, f"newcomer{n}"))
+            evicted += [key for key in remaining if key not in twin]
+            remaining = [key for key in remaining if key in twin]
+        return evicted
+
+    @invariant()
+    def check_conservation(self) -> None:
+        manager = self.manager
+        drops = self.successful_drops
+        check_equal(
+            manager.misses,
+            len(manager) + manager.evictions + drops,
+            "ADMIT-9",
+            "misses",
+            f"len(manager) + evictions + successful drops ({drops}), {self.model.describe()}",
+        )
+
+    @invariant()
+    def check_max_sessions(self) -> None:
+        observed, model = self.manager.max_sessions, self.model
+        check_equal(observed, model.max_sessions, "ADMIT-6", "max_sessions", model.describe())
+
+
+def _set_flag(manager: Any, flag: bool) -> None:
+    manager.evict_when_full = flag
+
+
+class RefusingManagerMachine(AdmissionMachine):
+    """Built with ``evict_when_full=False``."""
+
+    evict_when_full = False
+
+
+class DefaultManagerMachine(AdmissionMachine):
+    """Built without ``evict_when_full``: evicting by default (ADMIT-10)."""
+
+    evict_when_full = None

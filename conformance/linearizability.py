@@ -1,0 +1,276 @@
+"""Concurrent histories, and a search for a sequential order that explains them.
+
+A history is a list of completed calls, each with an invocation and a response
+time stamp taken from one shared counter. It is *linearizable* when its calls
+can be put in one order that (a) keeps every call that returned before another
+was invoked ahead of it and (b) is accepted, result by result, by a sequential
+model (SPEC LOCK-5). The search is Wing and Gong's (pick any call that may go
+first, apply it to the model, recurse, backtrack) with Lowe's memo of
+(calls placed, model state) configurations already explored, which bounds it by
+the number of distinct configurations. A ``budget`` caps the model steps: a
+search that runs out is ``inconclusive``, never a pass.
+
+``LruModel`` is the suite's own sequential model of the manager (contract
+section 4), written from the spec and independent of any implementation.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "Call",
+    "LruModel",
+    "Model",
+    "Recorder",
+    "Step",
+    "Verdict",
+    "call_text",
+    "linearize",
+]
+
+S = TypeVar("S", bound=Hashable)
+
+#: Model steps per history. Histories of a dozen calls need a few hundred.
+DEFAULT_BUDGET = 20_000
+
+
+@dataclass(frozen=True)
+class Call:
+    """One completed call: ``method(*args) -> result`` on ``thread``, in [invoked, returned]."""
+
+    thread: str
+    method: str
+    args: tuple[Any, ...]
+    result: Any
+    invoked: int
+    returned: int
+
+    def text(self) -> str:
+        """The call as Python, e.g. ``"get_or_create_session('a')"``."""
+        return call_text(self.method, self.args)
+
+
+def call_text(method: str, args: Sequence[Any]) -> str:
+    """``method(*args)`` as Python; ``len`` and ``in`` as ``len(manager)``, ``'a' in manager``."""
+    if method == "len":
+        return "len(manager)"
+    if method == "in":
+        return f"{args[0]!r} in manager"
+    return f"{method}({', '.join(map(repr, args))})"
+
+
+class Step(NamedTuple):
+    """What a model says about one call: accepted or not, the state after, what it expected."""
+
+    ok: bool
+    state: Any
+    expected: Any
+
+
+class Model(Protocol[S]):
+    """A sequential specification: an initial state and one step per call."""
+
+    def initial(self) -> S: ...
+
+    def step(self, state: S, call: Call) -> Step: ...
+
+
+@dataclass
+class Verdict:
+    """The outcome of one search: ``linearizable``, ``not linearizable`` or ``inconclusive``."""
+
+    outcome: str
+    calls: Sequence[Call]
+    order: tuple[int, ...] = ()
+    steps: int = 0
+    rejected: list[tuple[int, Any]] = field(default_factory=list)
+
+    @property
+    def linearizable(self) -> bool:
+        return self.outcome == "linearizable"
+
+    def explain(self) -> str:
+        """For a failure: the deepest explainable prefix, what could not follow, the history."""
+        placed = ", ".join(f"#{i}" for i in self.order) or "nothing"
+        lines = [
+            f"{self.outcome} after {self.steps} model steps; longest explained prefix: {placed}"
+        ]
+        lines += [
+            f"  then #{i} {self.calls[i].text()} returned {self.calls[i].result!r}, "
+            f"but the model expected {expected!r}"
+            for i, expected in self.rejected
+        ]
+        lines.append("history (thread [invoked, returned] call -> result):")
+        lines += [
+            f"  #{i} {c.thread} [{c.invoked}, {c.returned}] {c.text()} -> {c.result!r}"
+            for i, c in enumerate(self.calls)
+        ]
+        return "\n".join(lines)
+
+
+class _OutOfBudget(Exception):
+    pass
+
+
+class _Search(Generic[S]):
+    def __init__(self, calls: Sequence[Call], model: Model[S], budget: int) -> None:
+        self.calls, self.model, self.budget = calls, model, budget
+        self.full = (1 << len(calls)) - 1
+        self.seen: set[tuple[int, S]] = set()
+        self.steps = 0
+        self.best: tuple[int, ...] = ()
+
+    def candidates(self, placed: int) -> list[int]:
+        # A call may go next unless a remaining call returned before it was invoked.
+        rest = [i for i in range(len(self.calls)) if not placed >> i & 1]
+        first_return = min(self.calls[i].returned for i in rest)
+        return [i for i in rest if self.calls[i].invoked < first_return]
+
+    def run(self, placed: int, state: S, order: tuple[int, ...]) -> tuple[int, ...] | None:
+        if placed == self.full:
+            return order
+        if len(order) > len(self.best):
+            self.best = order
+        for i in self.candidates(placed):
+            self.steps += 1
+            if self.steps > self.budget:
+                raise _OutOfBudget
+            step = self.model.step(state, self.calls[i])
+            key = (placed | 1 << i, step.state)
+            if not step.ok or key in self.seen:
+                continue
+            self.seen.add(key)
+            found = self.run(placed | 1 << i, step.state, (*order, i))
+            if found is not None:
+                return found
+        return None
+
+
+def linearize(calls: Sequence[Call], model: Model[S], budget: int = DEFAULT_BUDGET) -> Verdict:
+    """Search for an order of ``calls`` that respects real time and ``model``."""
+    search = _Search(calls, model, budget)
+    try:
+        order = search.run(0, model.initial(), ())
+    except _OutOfBudget:
+        return Verdict("inconclusive", calls, search.best, search.steps)
+    if order is not None:
+        return Verdict("linearizable", calls, order, search.steps)
+    return Verdict("not linearizable", calls, search.best, search.steps, _rejected(search, model))
+
+
+def _rejected(search: _Search[S], model: Model[S]) -> list[tuple[int, Any]]:
+    # Replay the deepest prefix and ask the model about each call that could follow.
+    state, placed = model.initial(), 0
+    for i in search.best:
+        state, placed = model.step(state, search.calls[i]).state, placed | 1 << i
+    if placed == search.full:
+        return []
+    # Every candidate there is rejected: an accepted one would have gone deeper.
+    steps = [(i, model.step(state, search.calls[i])) for i in search.candidates(placed)]
+    return [(i, step.expected) for i, step in steps if not step.ok]
+
+
+class Recorder:
+    """Records calls made from several threads, stamped by one shared counter.
+
+    ``call(method, args, fn)`` takes the invocation stamp, runs ``fn()`` (the
+    call ``method(*args)``), takes the response stamp. Sessions returned by
+    ``get_or_create_session`` are recorded as labels ``s0, s1, ...`` (one per
+    distinct object, kept alive here so ``id`` is never reused), which is all
+    the model needs: whether a result is the same object as another call's, or
+    a new one.
+    """
+
+    def __init__(self) -> None:
+        self._clock = itertools.count()  # next() on a count is atomic under the GIL
+        self._labels: dict[int, str] = {}
+        self._alive: list[object] = []
+        self._guard = threading.Lock()
+        self.calls: list[Call] = []
+
+    def call(self, method: str, args: tuple[Any, ...], fn: Callable[[], Any]) -> Any:
+        invoked = next(self._clock)
+        result = fn()
+        returned = next(self._clock)
+        name = threading.current_thread().name
+        recorded = self._label(result) if method == "get_or_create_session" else result
+        with self._guard:
+            self.calls.append(Call(name, method, args, recorded, invoked, returned))
+        return result
+
+    def _label(self, session: object) -> str:
+        with self._guard:
+            if id(session) not in self._labels:
+                self._labels[id(session)] = f"s{len(self._labels)}"
+                self._alive.append(session)
+            return self._labels[id(session)]
+
+
+class _LruState(NamedTuple):
+    table: tuple[tuple[str, str], ...]  # (key, session label), least recent first
+    created: frozenset[str]
+    hits: int
+    misses: int
+    evictions: int
+
+
+class LruModel:
+    """The manager as a sequential specification (contract section 4, SPEC LRU/DROP/STATS).
+
+    Calls use normalised string keys. ``get_or_create_session`` must return
+    the table's session on a hit and a never-seen session on a miss;
+    ``drop_session`` returns whether the key was present; ``len`` and ``in``
+    are pure reads; ``stats`` is observed as ``(sessions, hits, misses,
+    evictions)``.
+    """
+
+    def __init__(self, max_sessions: int) -> None:
+        self.max_sessions = max_sessions
+
+    def initial(self) -> _LruState:
+        return _LruState((), frozenset(), 0, 0, 0)
+
+    def step(self, state: _LruState, call: Call) -> Step:
+        handler = getattr(self, f"_{call.method}")
+        return handler(state, call)  # type: ignore[no-any-return]
+
+    def _get_or_create_session(self, state: _LruState, call: Call) -> Step:
+        key, table = call.args[0], dict(state.table)
+        if key in table:
+            label = table.pop(key)
+            after = (*tuple(table.items()), (key, label))
+            return Step(
+                call.result == label, state._replace(table=after, hits=state.hits + 1), label
+            )
+        fresh = call.result not in state.created
+        after = (*state.table, (key, call.result))
+        overflow = max(0, len(after) - self.max_sessions)
+        new = state._replace(
+            table=after[overflow:],
+            created=state.created | {call.result},
+            misses=state.misses + 1,
+            evictions=state.evictions + overflow,
+        )
+        return Step(fresh, new, "a new session")
+
+    def _drop_session(self, state: _LruState, call: Call) -> Step:
+        after = tuple(item for item in state.table if item[0] != call.args[0])
+        present = len(after) != len(state.table)
+        return Step(call.result == present, state._replace(table=after), present)
+
+    def _len(self, state: _LruState, call: Call) -> Step:
+        return Step(call.result == len(state.table), state, len(state.table))
+
+    def _in(self, state: _LruState, call: Call) -> Step:
+        present = any(key == call.args[0] for key, _ in state.table)
+        return Step(call.result == present, state, present)
+
+    def _stats(self, state: _LruState, call: Call) -> Step:
+        expected = (len(state.table), state.hits, state.misses, state.evictions)
+        return Step(call.result == expected, state, expected)

@@ -1,0 +1,505 @@
+"""``ManagerMachine``: a subject's manager against the suite's model, call by call.
+
+Rules are named after the manager methods they call; after each call the
+rule compares what it can see at once (the returned object, the table, the
+counters) and ``check_at_rest`` compares the rest (stats, bytes, every
+session a holder still has). The table's LRU order is never read through a
+method that could refresh it: ``in`` probes only ids that should be absent
+(and ``len`` counts the rest), and the order itself shows in
+which sessions the next misses evict. When the subject disagrees with the model, ``model.suspect``
+names the clause from the trace of everything observed.
+
+``ContentsMachine`` adds sessions that hold data (buffers, attrs, resets)
+whose expected bytes come from ``conformance.allocations`` alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    MultipleResults,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    multiple,
+    rule,
+    run_state_machine_as_test,
+)
+
+from . import allocations
+from .allocations import Held, derivations
+from .checks import calling, check_bytes, check_equal
+from .model import (
+    BufferModel,
+    ManagerModel,
+    Observation,
+    Semantics,
+    SessionModel,
+    grouped_key,
+    key_clause,
+    slot,
+    spec_key,
+    suspect,
+)
+
+__all__ = [
+    "SESSION_IDS",
+    "ContentsMachine",
+    "CrowdedMachine",
+    "ManagerMachine",
+    "OrderMachine",
+    "check_construction",
+    "replay",
+    "run_machine",
+]
+
+#: Ids with a stable ``str``: three plain ones first (shrunk programs read
+#: well), then every falsy spelling of "default" (KEY-1) and non-strings (KEY-2).
+SESSION_IDS: tuple[object, ...] = ("a", "b", "c", "default", None, "", 0, False, "7", 7, ("t",))
+COUNTERS = ("hits", "misses", "evictions")
+STATS_KEYS = ("sessions", "max_sessions", "total_nbytes", "hits", "misses", "evictions")
+FATE_CLAUSE = {
+    "in the table": "LRU-1",  # a later hit must see what earlier forwards wrote
+    "evicted": "LRU-5",
+    "evicted, then its id dropped": "DROP-4",
+    "dropped": "DROP-2",
+}
+
+
+def _per_machine(attribute: str) -> st.SearchStrategy[Any]:
+    # Sampled from the running machine's class attribute, so a focused
+    # variant narrows its pools by subclassing alone.
+    return st.runner().flatmap(lambda machine: st.sampled_from(getattr(machine, attribute)))
+
+
+session_ids = _per_machine("SESSION_IDS")
+capacities = _per_machine("CAPACITIES")
+sessions: Bundle[SessionModel] = Bundle("sessions")
+buffers: Bundle[BufferModel] = Bundle("buffers")
+values: Bundle[Held] = Bundle("values")
+
+
+def check_construction(manager: Any, max_sessions: int, byte_budget: object, when: str) -> None:
+    """STATS-1: the arguments are stored as given and the counters start at zero."""
+    names = ("max_sessions", "byte_budget", *COUNTERS)
+    with calling("STATS-1", f"reading {', '.join(names)} {when}"):
+        observed = {name: getattr(manager, name) for name in names}
+    expected = dict(zip(names, (max_sessions, byte_budget, 0, 0, 0), strict=True))
+    check_equal(observed, expected, "STATS-1", "manager attributes", when)
+
+
+def learn_keys(subject: Any, ids: Sequence[object] = SESSION_IDS) -> Semantics | None:
+    """How the subject's methods group ``ids`` into sessions, learned on fresh managers.
+
+    Only ever used to name the clause of a disagreement already found; None
+    when the subject raises while being asked.
+    """
+    try:
+        manager = subject.make_manager(max_sessions=len(ids) + 1, byte_budget=None)
+        sessions = [manager.get_or_create_session(i) for i in ids]
+        groups: dict[int, int] = {}
+        get = {
+            slot(i): groups.setdefault(id(s), len(groups))
+            for i, s in zip(ids, sessions, strict=True)
+        }
+        contains: dict[tuple[type, object], int] = {}
+        drop: dict[tuple[type, object], int] = {}
+        for created in ids:
+            for probe in ids:
+                fresh = subject.make_manager(max_sessions=2, byte_budget=None)
+                fresh.get_or_create_session(created)
+                if probe in fresh:
+                    contains.setdefault(slot(probe), get[slot(created)])
+                if fresh.drop_session(probe):
+                    drop.setdefault(slot(probe), get[slot(created)])
+    except Exception:
+        return None
+    return Semantics(grouped_key(get), grouped_key(contains), grouped_key(drop))
+
+
+_LEARNED: dict[tuple[int, tuple[object, ...]], tuple[Any, list[tuple[str, Semantics]]]] = {}
+
+
+def key_suspects(subject: Any, ids: tuple[object, ...]) -> list[tuple[str, Semantics]]:
+    """The subject's own grouping of ``ids`` as a suspect, if it breaks a KEY clause (cached)."""
+    cached = (id(subject), ids)
+    if cached not in _LEARNED:
+        semantics = learn_keys(subject, ids)
+        clause = key_clause(ids, semantics) if semantics else None
+        _LEARNED[cached] = (subject, [(clause, semantics)] if clause and semantics else [])
+    return _LEARNED[cached][1]
+
+
+def _resurrected(known: SessionModel | None) -> str:
+    """The clause a miss breaks by returning ``known`` rather than a new session."""
+    if known is None or known.fate == "in the table":
+        return "LRU-2"
+    return "DROP-2" if known.fate == "dropped" else "LRU-6"
+
+
+class ManagerMachine(RuleBasedStateMachine):
+    """The manager's table, counters and observers against ``ManagerModel``."""
+
+    #: The ids and caps rules draw from (variants narrow them).
+    SESSION_IDS: tuple[object, ...] = SESSION_IDS
+    CAPACITIES: tuple[int, ...] = (1, 2, 3, 4, 5)
+    #: Every clause a run can fail: the markers of any test that runs this machine.
+    CLAUSES: tuple[str, ...] = (
+        *(f"KEY-{n}" for n in range(1, 4)),
+        *(f"LRU-{n}" for n in range(1, 8)),
+        *(f"DROP-{n}" for n in range(1, 5)),
+        *(f"STATS-{n}" for n in range(1, 6)),
+    )
+    #: Whether sessions hold data worth counting (ACCT-11, in ContentsMachine).
+    COUNTS_BYTES = False
+
+    def __init__(self, subject: Any) -> None:
+        super().__init__()
+        self.subject = subject
+        self.manager: Any = None
+        self.model = ManagerModel(1)  # replaced by make_manager
+        self.trace: list[Observation] = []  # for ``suspect`` when the model disagrees
+        self.drops = 0  # drop_session calls that returned True (STATS-5)
+        self.names: dict[int, Held] = {}  # id(value) -> the Held it came from, for messages
+
+    # -- rules ------------------------------------------------------------------
+
+    @initialize(max_sessions=capacities)
+    def make_manager(self, max_sessions: int) -> None:
+        call = f"make_manager(max_sessions={max_sessions}, byte_budget=None)"
+        with calling("STATS-1", call):
+            self.manager = self.subject.make_manager(max_sessions=max_sessions, byte_budget=None)
+        self.model = ManagerModel(max_sessions)
+        check_construction(self.manager, max_sessions, None, f"after {call}")
+
+    @rule(target=sessions, session_id=session_ids)
+    def get_or_create_session(self, session_id: object) -> SessionModel | MultipleResults[Any]:
+        call = f"get_or_create_session({session_id!r})"
+        expected = self.model.lookup(session_id)
+        evicted_before = any(
+            s.fate.startswith("evicted") for s in self.model.sessions_of(session_id)
+        )
+        with calling("LRU-1" if expected else "LRU-2", call):
+            obj = self.manager.get_or_create_session(session_id)
+        known = next((s for s in self.model.sessions if s.obj is obj), None)
+        session, evicted = self.model.get_or_create_session(session_id, obj)
+        self.trace.append(("get_or_create_session", session_id, known is not None))
+        self._expect(
+            f"{call} returned an existing session",
+            known is not None,
+            expected is not None,
+            "LRU-1" if expected else _resurrected(known),
+            f"after {call}",
+        )
+        if expected is not None:
+            check_equal(known, expected, "LRU-1", f"the session {call} returned", f"after {call}")
+        else:  # LRU-2, LRU-6: a new, distinct, empty session
+            self._check_contents(session, "LRU-6" if evicted_before else "LRU-2", call)
+        for victim in evicted:
+            self._check_contents(victim, "LRU-5", f"evicted by {call}")
+        self._check_table(call, lambda _: "LRU-4")
+        self._check_counters(call, {"hits": "LRU-1", "misses": "LRU-2", "evictions": "LRU-4"})
+        return multiple() if expected is not None else session
+
+    @rule(session_id=session_ids)
+    def drop_session(self, session_id: object) -> None:
+        call = f"drop_session({session_id!r})"
+        target = self.model.lookup(session_id)
+        evicted = [s for s in self.model.sessions_of(session_id) if s.fate.startswith("evicted")]
+        with calling("DROP-2" if target else "DROP-1", call):
+            dropped = self.manager.drop_session(session_id)
+        expected = self.model.drop_session(session_id)
+        self.trace.append(("drop_session", session_id, dropped))
+        clause = "DROP-2" if target else "DROP-4" if evicted else "DROP-1"
+        self._expect(call, dropped, expected, clause, f"after {call}")
+        self.drops += bool(dropped)
+        for session in [target] if target else evicted:
+            self._check_contents(session, FATE_CLAUSE[session.fate], f"after {call}")
+        key = spec_key(session_id)
+        self._check_table(
+            call, lambda ids: "DROP-2" if any(spec_key(i) == key for i in ids) else "DROP-3"
+        )
+        self._check_counters(call, dict.fromkeys(COUNTERS, "DROP-3"))
+
+    @rule(session_id=session_ids)
+    def contains(self, session_id: object) -> None:
+        call = f"{session_id!r} in manager"
+        with calling("KEY-3", call):
+            observed = session_id in self.manager
+        expected = self.model.contains(session_id)
+        self.trace.append(("contains", session_id, observed))
+        self._expect(call, observed, expected, "KEY-3", f"after {call}")
+        self._check_counters(call, dict.fromkeys(COUNTERS, "STATS-4"))
+
+    # -- invariants -------------------------------------------------------------
+
+    @invariant()
+    def check_at_rest(self) -> None:
+        """Every at-rest property, ordered so the most specific clause fails first."""
+        with calling("STATS-2", "manager.stats()"):
+            stats = self.manager.stats()
+        with calling("ACCT-11", "manager.nbytes_by_device()"):
+            by_device = dict(self.manager.nbytes_by_device())
+        # STATS-4: those reads changed neither the table nor the counters.
+        when = "after stats() and nbytes_by_device()"
+        self._check_table(when, lambda _: "STATS-4")
+        self._check_counters(when, dict.fromkeys(COUNTERS, "STATS-4"))
+        self.check_conservation()
+        self.check_stats(stats, by_device)
+        if self.COUNTS_BYTES:
+            self.check_bytes(by_device)
+        self.check_holders()
+
+    def check_conservation(self) -> None:
+        """STATS-5: misses == len + evictions + successful drops."""
+        size, counters = len(self.manager), self._counters()
+        check_equal(
+            counters["misses"],
+            size + counters["evictions"] + self.drops,
+            "STATS-5",
+            "misses",
+            f"len(manager) + evictions + successful drops = {size} + "
+            f"{counters['evictions']} + {self.drops}",
+        )
+
+    def check_stats(self, stats: Mapping[str, Any], by_device: Mapping[str, int]) -> None:
+        """STATS-2 (keys and order, the total) and STATS-3 (agreement with the other observers)."""
+        keys = list(stats)
+        devices = sorted(k for k in keys if isinstance(k, str) and k.startswith("nbytes:"))
+        check_equal(keys, [*STATS_KEYS, *devices], "STATS-2", "list(stats())")
+        total = sum(stats[d] for d in devices)
+        check_equal(
+            stats["total_nbytes"],
+            total,
+            "STATS-2",
+            "stats()['total_nbytes']",
+            f"the sum of {devices}",
+        )
+        observed = {k: stats[k] for k in ("sessions", "max_sessions", *COUNTERS)}
+        expected = {
+            "sessions": len(self.manager),
+            "max_sessions": self.manager.max_sessions,
+            **self._counters(),
+        }
+        check_equal(observed, expected, "STATS-3", "stats()", "beside len() and the attributes")
+        per_device = {d.removeprefix("nbytes:"): stats[d] for d in devices}
+        check_bytes(per_device, by_device, "STATS-3", "stats() nbytes", "beside nbytes_by_device()")
+
+    def check_bytes(self, by_device: Mapping[str, int]) -> None:
+        """ACCT-11: one count of every allocation held by the sessions in the table."""
+        held = {f"session #{s.number}": s.held() for s in self.model.table.values()}
+        check_bytes(
+            by_device,
+            self.model.expected_bytes(),
+            "ACCT-11",
+            "nbytes_by_device()",
+            f"the table holds {held}",
+        )
+
+    def check_holders(self) -> None:
+        """LRU-1, LRU-5, DROP-2, DROP-4: every session still holds what the model says."""
+        for session in self.model.sessions:
+            self._check_contents(session, FATE_CLAUSE[session.fate], "at rest")
+
+    # -- comparison helpers -----------------------------------------------------
+
+    def _when(self, call: str) -> str:
+        return f"{call}; {self.model.describe()}"
+
+    def _expect(
+        self, what: str, observed: object, expected: object, clause: str, when: str
+    ) -> None:
+        """Fail unless ``observed == expected``, naming the clause of a suspect that explains
+        the whole trace if one does, else ``clause``."""
+        __tracebackhide__ = True
+        if observed != expected:
+            learned = key_suspects(self.subject, self.SESSION_IDS)
+            clause = suspect(self.model.max_sessions, self.trace, learned) or clause
+            check_equal(observed, expected, clause, what, self._when(when))
+
+    def _counters(self) -> dict[str, int]:
+        with calling("STATS-1", "reading manager.hits, .misses, .evictions"):
+            return {name: getattr(self.manager, name) for name in COUNTERS}
+
+    def _check_counters(self, call: str, clauses: Mapping[str, str]) -> None:
+        observed, expected = self._counters(), self.model.lru.counters()
+        wrong = next((n for n in COUNTERS if observed[n] != expected[n]), "hits")
+        self.trace.append(("counters", None, observed))
+        self._expect("counters", observed, expected, clauses[wrong], f"after {call}")
+
+    def _probe_ids(self) -> list[object]:
+        # Only ids the model says are absent: `in` on a present key would hide
+        # (or repair) the reordering by an `in` that refreshes, which the
+        # `contains` rule exists to cause (STATS-4). Present keys are checked
+        # by `len`, and again when they are next hit or are the next victim.
+        keys = set(self.model.lru.keys())
+        return [i for i in self.SESSION_IDS if spec_key(i) not in keys]
+
+    def _check_table(self, call: str, default: Callable[[list[object]], str]) -> None:
+        """LRU-7, then ``len`` and the absent ids (probed with ``in``), against the model."""
+        with calling("LRU-7", "len(manager)"):
+            size = len(self.manager)
+        cap = self.model.max_sessions
+        if size > cap:
+            check_equal(
+                size,
+                len(self.model.table),
+                "LRU-7",
+                "len(manager)",
+                f"over max_sessions={cap} " + self._when(f"after {call}"),
+            )
+        probe = self._probe_ids()
+        with calling("KEY-3", "session_id in manager"):
+            present = {i: i in self.manager for i in probe}
+        self.trace += [("contains", i, seen) for i, seen in present.items()]
+        self.trace.append(("len", None, size))
+        observed = [i for i in probe if present[i]]
+        expected = [i for i in probe if self.model.contains(i)]
+        clause, when = default(observed), f"after {call}"
+        self._expect(f"ids in manager among the absent {probe}", observed, expected, clause, when)
+        self._expect("len(manager)", size, len(self.model.table), clause, when)
+
+    def _name(self, value: object, expected: Held | None = None) -> str:
+        """``value`` as the expression that made it; marked when it only looks like ``expected``."""
+        held = self.names.get(id(value))
+        name = held.expr if held is not None and held.value is value else type(value).__name__
+        if expected is not None and value is not expected.value and name == expected.expr:
+            name += " (another object)"
+        return name
+
+    def _check_contents(self, session: SessionModel, clause: str, call: str) -> None:
+        """The subject's session object holds exactly what ``session`` says (by identity)."""
+        obj, where = session.obj, f"{session!r}"
+        with calling(clause, f"{where}.names()"):
+            names = list(obj.names())
+        check_equal(names, list(session.objects), clause, f"{where}.names()", call)
+        for name, buffer in session.objects.items():
+            self._check_buffer(obj, name, buffer, clause, f"{call}, in {where}")
+        with calling(clause, f"{where}.attrs"):
+            attrs = dict(obj.attrs)
+        expected = {k: h.expr for k, h in session.attrs.items()}
+        observed = {k: self._name(v, session.attrs.get(k)) for k, v in attrs.items()}
+        check_equal(observed, expected, clause, f"{where}.attrs", call)
+
+    def _check_buffer(
+        self, obj: Any, name: str, buffer: BufferModel, clause: str, when: str
+    ) -> None:
+        call = f".get({name!r})"
+        with calling(clause, call):
+            got = obj.get(name)
+            resident = bool(got.resident) if got is buffer.obj else None
+            items = list(got.view()) if got is buffer.obj else []
+        check_equal(got is buffer.obj, True, clause, f"{call} is the buffer put there", when)
+        check_equal(resident, buffer.resident, clause, f"{call}.resident", when)
+        expected = [h.expr for h in buffer.items]
+        padded = [*buffer.items, *[None] * len(items)]
+        observed = [self._name(v, h) for v, h in zip(items, padded, strict=False)]
+        check_equal(observed, expected, clause, f"{call}.view()", when)
+
+    def teardown(self) -> None:
+        self.names.clear()
+
+
+class ContentsMachine(ManagerMachine):
+    """``ManagerMachine`` with sessions that hold buffers and attributes, and resets.
+
+    Values share allocations on purpose (``derive``), across buffers,
+    attributes and sessions, so the bytes check sees one count per storage.
+    """
+
+    CLAUSES = (*ManagerMachine.CLAUSES, "ACCT-11", "RESET-1", "RESET-4")
+    COUNTS_BYTES = True
+
+    @rule(
+        target=values,
+        device=st.sampled_from((*allocations.available_devices(), "numpy")),
+        shape=st.sampled_from([(2, 3), (4,), (0,)]),
+    )
+    def allocate(self, device: str, shape: tuple[int, ...]) -> Held:
+        numpy = device == "numpy"
+        held = allocations.allocate("cpu" if numpy else device, shape, numpy=numpy)
+        self.names[id(held.value)] = held
+        return held
+
+    @rule(target=values, value=values, how=st.integers(0, 15))
+    def derive(self, value: Held, how: int) -> Held:
+        """A view of ``value`` (``derivations(value)[how % n]``): the same allocation."""
+        options = derivations(value)
+        held = options[how % len(options)](value)
+        self.names[id(held.value)] = held
+        return held
+
+    @rule(target=buffers, session=sessions, name=st.sampled_from(["frames", "latents", "kv"]))
+    def put(self, session: SessionModel, name: str) -> BufferModel | MultipleResults[Any]:
+        if name in session.objects:  # replacing is RESET-4's own business
+            return multiple()
+        call = f"session #{session.number}.put({name!r}, subject.make_buffer())"
+        with calling("RESET-4", call):
+            buffer = self.subject.make_buffer()
+            returned = session.obj.put(name, buffer)
+        check_equal(returned is buffer, True, "RESET-4", f"{call} is the buffer", "")
+        return session.put(name, buffer)
+
+    @rule(buffer=buffers, value=values)
+    def append(self, buffer: BufferModel, value: Held) -> None:
+        if not buffer.resident:  # a reset buffer refuses appends until allocated again
+            return
+        with calling("RESET-4", f"{buffer.where}.append({value!r})"):
+            buffer.obj.append(value.value)
+        buffer.append(value)
+
+    @rule(
+        session=sessions,
+        name=st.sampled_from(["language", "prompt_embeds", "vae_cache"]),
+        value=values,
+    )
+    def set_attr(self, session: SessionModel, name: str, value: Held) -> None:
+        with calling("RESET-4", f"session #{session.number}.attrs[{name!r}] = {value!r}"):
+            session.obj.attrs[name] = value.value
+        session.set_attr(name, value)
+
+    @rule(session=sessions)
+    def reset(self, session: SessionModel) -> None:
+        call = f"session #{session.number}.reset()"
+        with calling("RESET-1", call):
+            session.obj.reset()
+        session.reset()
+        self._check_contents(session, "RESET-1", f"after {call}")
+
+
+class CrowdedMachine(ContentsMachine):
+    """``ContentsMachine`` with one or two sessions: evictions of sessions that hold
+    data, and drops of evicted ids (DROP-4), on most steps."""
+
+    CAPACITIES = (1, 2)
+
+
+class OrderMachine(ManagerMachine):
+    """``ManagerMachine`` on four plain ids and small caps: LRU order on most steps."""
+
+    SESSION_IDS = ("a", "b", "c", "d")
+    CAPACITIES = (3, 2)
+
+
+def run_machine(machine: type[ManagerMachine], subject: Any) -> None:
+    """Run ``machine`` against ``subject`` under the loaded Hypothesis profile."""
+    run_state_machine_as_test(lambda: machine(subject))  # type: ignore[no-untyped-call]
+
+
+REPLAYABLE = ("get_or_create_session", "drop_session", "contains")
+
+
+def replay(subject: Any, max_sessions: int, program: Sequence[tuple[str, Hashable]]) -> None:
+    """Run a hand-written program of (method, session_id) steps, checking as the machine does."""
+    machine = ManagerMachine(subject)
+    machine.make_manager(max_sessions=max_sessions)
+    machine.check_at_rest()
+    for method, session_id in program:
+        if method not in REPLAYABLE:
+            raise ValueError(f"step {method!r} is not one of {REPLAYABLE}")
+        getattr(machine, method)(session_id=session_id)
+        machine.check_at_rest()

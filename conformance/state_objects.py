@@ -1,0 +1,234 @@
+"""``StateObjectSpec``: how the OBJ clauses build, size and feed a custom StateObject,
+and the suite's memory model that prices what the object holds.
+
+A model author describes an object with a :class:`StateObjectSpec` and lists it
+in ``Subject.state_objects``; the OBJ state machine
+(``sessionstate.conformance.suite.test_obj``) drives it through allocate,
+commit, append, stage, discard, view, reset, evict and re-allocate, and puts it
+into a session of the subject's manager next to attributes that alias its
+payloads.
+
+The oracle is :class:`MemoryModel`: every tensor the suite hands out is an
+allocation of known size and device (``allocations``), found again by storage
+identity (contract section 1), so the expected bytes of what the object holds
+never come from the object's code. Storages the object made itself (a
+``FixedState`` buffer, a clone) count their own ``nbytes()``.
+
+Light at import: ``sessionstate.conformance`` exports :class:`StateObjectSpec`
+and the pytest plugin imports that package, so hypothesis and torch are
+imported inside the functions that need them (tests/plugin pins this).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .subject import UsageError
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
+
+    from .allocations import Allocation, Held
+
+__all__ = ["UNKNOWN_KEYWORD", "MemoryModel", "StateObjectSpec", "committed_view"]
+
+UNKNOWN_KEYWORD = "not_a_sizing_parameter"
+
+
+def committed_view(obj: Any) -> object:
+    """The default ``held``: ``obj.view(include_staged=False)``."""
+    return obj.view(include_staged=False)
+
+
+@dataclass(frozen=True)
+class StateObjectSpec:
+    """How the suite builds, sizes and feeds one kind of ``StateObject``.
+
+    * ``factory()`` returns a new, unallocated object.
+    * ``allocate``: keyword arguments for ``allocate()``, a mapping or a
+      strategy of mappings (one is drawn at every allocation).
+    * ``payloads``: what ``commit``/``append``/``stage`` may receive; a
+      strategy, or a callable the suite calls with its own tensor strategy
+      (tensors on every device, views of earlier ones included, so payloads
+      alias on purpose).
+    * ``held(obj)``: the values the object's bytes must equal the accounting
+      of; by default ``obj.view(include_staged=False)``. Leaves must be strided
+      tensors or NumPy arrays; containers are walked as in ACCT-8.
+    * ``evictable=False`` for state that must never be evicted (``evict()``
+      raises ``RuntimeError`` and the object stays resident, OBJ-6).
+    """
+
+    name: str
+    factory: Callable[[], Any]
+    allocate: Mapping[str, object] | SearchStrategy[Mapping[str, object]]
+    payloads: SearchStrategy[Any] | Callable[[SearchStrategy[Any]], SearchStrategy[Any]]
+    held: Callable[[Any], object] = committed_view
+    evictable: bool = True
+
+    def __post_init__(self) -> None:
+        from hypothesis.strategies import SearchStrategy
+
+        if not isinstance(self.name, str) or not self.name:
+            raise UsageError(f"StateObjectSpec.name must be a non-empty str, got {self.name!r}")
+        for field_name in ("factory", "held"):
+            if not callable(getattr(self, field_name)):
+                raise UsageError(f"StateObjectSpec {self.name!r}: {field_name} must be callable")
+        if not isinstance(self.allocate, (Mapping, SearchStrategy)):
+            raise UsageError(
+                f"StateObjectSpec {self.name!r}: allocate must be a mapping of keyword "
+                f"arguments or a strategy of them, got {type(self.allocate).__name__}"
+            )
+        if not (isinstance(self.payloads, SearchStrategy) or callable(self.payloads)):
+            raise UsageError(
+                f"StateObjectSpec {self.name!r}: payloads must be a strategy or a callable "
+                f"taking the suite's tensor strategy, got {type(self.payloads).__name__}"
+            )
+
+    def allocate_kwargs(self) -> SearchStrategy[dict[str, object]]:
+        """Keyword arguments for ``allocate()``, as a strategy of fresh dicts."""
+        from hypothesis import strategies as st
+        from hypothesis.strategies import SearchStrategy
+
+        if isinstance(self.allocate, SearchStrategy):
+            return self.allocate.map(dict)
+        return st.just(self.allocate).map(dict)
+
+    def payload_strategy(self, tensors: SearchStrategy[Any]) -> SearchStrategy[Any]:
+        """The payload strategy, built over the suite's ``tensors`` when callable."""
+        from hypothesis.strategies import SearchStrategy
+
+        if isinstance(self.payloads, SearchStrategy):
+            return self.payloads
+        built = self.payloads(tensors)
+        if not isinstance(built, SearchStrategy):
+            raise UsageError(
+                f"StateObjectSpec {self.name!r}: payloads(tensors) returned "
+                f"{type(built).__name__}, not a strategy"
+            )
+        return built
+
+
+class MemoryModel:
+    """Every allocation the suite handed out, and the bytes of values that hold them.
+
+    ``allocations_in(value)`` maps each tensor or array inside ``value`` to an
+    allocation: the suite's own by storage identity, or one recorded on first
+    sight for storages the object made itself. Both keep their storage alive,
+    so an ``id()`` is never reused while it is a key.
+    """
+
+    def __init__(self) -> None:
+        self.pool: list[Held] = []
+        self._values: dict[int, Held] = {}
+        self._storages: dict[int, tuple[object, Allocation]] = {}
+        self._suites: set[str] = set()  # labels of the allocations the suite made
+        self._own = itertools.count()
+
+    def add(self, held: Held) -> Any:
+        """Record a new allocation of the suite's (noted for the printed program); return its value."""
+        from hypothesis import note
+
+        self.pool.append(held)
+        value: Any = held.value  # a tensor: the suite makes no NumPy payloads here
+        storage = value.untyped_storage()
+        self._storages[id(storage)] = (storage, held.allocation)
+        self._suites.add(held.allocation.label)
+        note(f"{held.allocation.label} = {held.allocation.source}")
+        return self._remember(held)
+
+    def view(self, draw: Callable[[SearchStrategy[Any]], Any], bases: list[Held]) -> Any:
+        """A value derived from one of ``bases``, sharing its storage."""
+        from hypothesis import strategies as st
+
+        from .allocations import derivations
+
+        # Index draws, not sampled_from(list): a strategy built per draw costs
+        # more than the rest of a step.
+        base = bases[draw(st.integers(0, len(bases) - 1))]
+        options = derivations(base)
+        return self._remember(options[draw(st.integers(0, len(options) - 1))](base))
+
+    def roots(self, allocations: Iterable[Allocation]) -> list[Held]:
+        """The suite's allocations among ``allocations``, as values to derive views from."""
+        from .allocations import Held
+
+        return [Held(a.root, a, a.label) for a in allocations if self.is_suites(a)]
+
+    def _remember(self, held: Held) -> Any:
+        self._values[id(held.value)] = held
+        return held.value
+
+    def allocations_in(self, value: object) -> list[Allocation]:
+        """The allocation behind every tensor or array leaf of ``value``, in walk order."""
+        import numpy as np
+        import torch
+
+        found: list[Allocation] = []
+        entered: set[int] = set()
+
+        def visit(item: object) -> None:
+            if isinstance(item, torch.Tensor):
+                storage = item.untyped_storage()
+                found.append(self._allocation(storage, str(item.device), storage.nbytes()))
+            elif isinstance(item, np.ndarray):
+                owner = item
+                while isinstance(owner.base, np.ndarray):
+                    owner = owner.base
+                found.append(self._allocation(owner, "cpu", owner.nbytes))
+            elif isinstance(item, (str, bytes, bytearray)) or id(item) in entered:
+                return
+            elif isinstance(item, Mapping):
+                entered.add(id(item))
+                for inner in item.values():
+                    visit(inner)
+            elif isinstance(item, Iterable) and hasattr(item, "__len__"):
+                entered.add(id(item))
+                for inner in item:
+                    visit(inner)
+
+        visit(value)
+        return found
+
+    def _allocation(self, key: object, device: str, nbytes: int) -> Allocation:
+        from .allocations import Allocation
+
+        known = self._storages.get(id(key))
+        if known is None:
+            made = Allocation(f"own{next(self._own)}", device, nbytes, key)  # type: ignore[arg-type]
+            known = self._storages[id(key)] = (key, made)
+        return known[1]
+
+    def is_suites(self, allocation: Allocation) -> bool:
+        """Whether the suite (not the object) made ``allocation``."""
+        return allocation.label in self._suites
+
+    @staticmethod
+    def expected(
+        allocations: Iterable[Allocation], counted: set[str] | None = None
+    ) -> dict[str, int]:
+        """Bytes of the distinct ``allocations``, per device (``counted`` models a seen set)."""
+        from .allocations import Held, expected_bytes
+
+        return expected_bytes((Held(a.root, a, a.label) for a in allocations), counted)
+
+    def describe(self, value: object) -> str:
+        """``value`` as Python-looking text, suite tensors by the expression that made them."""
+        held = self._values.get(id(value))
+        if held is not None and held.value is value:
+            return held.expr
+        if isinstance(value, Mapping):
+            return "{" + ", ".join(f"{k!r}: {self.describe(v)}" for k, v in value.items()) + "}"
+        if isinstance(value, (list, tuple)):
+            inner = ", ".join(self.describe(v) for v in value)
+            return (
+                f"[{inner}]"
+                if isinstance(value, list)
+                else f"({inner}{',' if len(value) == 1 else ''})"
+            )
+        shape = getattr(value, "shape", None)
+        if shape is not None:
+            return f"<{type(value).__name__} {tuple(shape)} on {getattr(value, 'device', 'cpu')}>"
+        return repr(value)

@@ -1,0 +1,277 @@
+"""Hypothesis strategies over the suite's memory model (``allocations.py``).
+
+Every value drawn here knows the allocations it pins, so a test computes its
+expected bytes with :func:`~sessionstate.conformance.allocations.expected_bytes`
+instead of asking any accounting code. Reprs read as Python: an allocation is
+its label (``buf3``), a derived value the chain of views over it
+(``buf3.t().unsqueeze(0)``), a container the literal that builds it
+(``[buf3, {'k': (buf3[1:], None)}, deque([b'x'])]``); ``definitions()`` spells
+the labels out for a failure message.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, UserList, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+from hypothesis import strategies as st
+
+from .allocations import (
+    DTYPES,
+    NUMPY_DTYPES,
+    Held,
+    allocate,
+    available_devices,
+    derivations,
+)
+
+__all__ = [
+    "ATTR_NAMES",
+    "Nested",
+    "SessionContents",
+    "allocations",
+    "derived_values",
+    "devices",
+    "nested_containers",
+    "scalars",
+    "session_contents",
+    "shapes",
+    "values_from",
+]
+
+
+def devices() -> st.SearchStrategy[str]:
+    """The devices values can live on here: cpu, meta, real or simulated cuda:N."""
+    return st.sampled_from(available_devices())
+
+
+def shapes(*, zero_size: bool = True, max_dims: int = 3) -> st.SearchStrategy[tuple[int, ...]]:
+    """Small shapes; with ``zero_size`` a dimension may be 0 (data pointer 0, ACCT-3)."""
+    return st.lists(st.integers(0 if zero_size else 1, 4), max_size=max_dims).map(tuple)
+
+
+def allocations(
+    on: st.SearchStrategy[str] | None = None,
+    *,
+    numpy: bool = False,
+    zero_size: bool = True,
+) -> st.SearchStrategy[Held]:
+    """Each draw makes a NEW allocation (a NumPy owner array on cpu when ``numpy``)."""
+    if numpy:
+        return st.builds(
+            allocate,
+            st.just("cpu"),
+            shapes(zero_size=zero_size),
+            st.sampled_from(NUMPY_DTYPES),
+            st.just(True),
+        )
+    return st.builds(
+        allocate,
+        on if on is not None else devices(),
+        shapes(zero_size=zero_size),
+        st.sampled_from(DTYPES),
+    )
+
+
+def _chain(draw: st.DrawFn, held: Held, max_steps: int) -> Held:
+    # Indices, not sampled_from(list): integers() strategies are cached by
+    # Hypothesis, a fresh sampled_from per step is rebuilt and revalidated.
+    for _ in range(draw(st.integers(0, max_steps))):
+        views = derivations(held)
+        held = views[draw(st.integers(0, len(views) - 1))](held)
+    return held
+
+
+@st.composite
+def derived_values(draw: st.DrawFn, held: Held, max_steps: int = 3) -> Held:
+    """``held`` or a chain of up to ``max_steps`` views of it, all on its allocation."""
+    return _chain(draw, held, max_steps)
+
+
+@st.composite
+def values_from(
+    draw: st.DrawFn, pools: st.SearchStrategy[Sequence[Held]], max_steps: int = 3
+) -> Held:
+    """A value derived from one allocation of a drawn pool.
+
+    Pass ``st.shared(pools, key=...)`` so that every value drawn in one example
+    comes from the same allocations and aliases them. Build it once (at module
+    level): unlike ``sampled_from(pool).flatmap(derived_values)`` it needs no
+    new strategy per example.
+    """
+    pool = draw(pools)
+    return _chain(draw, pool[draw(st.integers(0, len(pool) - 1))], max_steps)
+
+
+def scalars() -> st.SearchStrategy[object]:
+    """Values that count nothing (ACCT-8): None, numbers, bools, str, bytes, bytearray."""
+    return st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-5, 10**12),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text("abc\u00e9", max_size=3),
+        st.binary(max_size=3),
+        st.binary(max_size=3).map(bytearray),
+    )
+
+
+@dataclass(eq=False)
+class Nested:
+    """A value for the subject, the ``Held`` values it counts, and Python that builds it.
+
+    ``counted`` lists the held values reachable through walked containers
+    (Mapping values, Sequences); those inside sets, dict keys or other objects
+    are in the value and in ``contained`` but not in ``counted`` (ACCT-8).
+    """
+
+    value: object
+    counted: list[Held] = field(default_factory=list)
+    expr: str = ""
+    contained: list[Held] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        return self.expr
+
+
+def _leaf(item: object) -> Nested:
+    if isinstance(item, Nested):
+        return item
+    if isinstance(item, Held):
+        return Nested(item.value, [item], item.expr, [item])
+    return Nested(item, [], repr(item))
+
+
+def _joined(children: Sequence[Nested]) -> str:
+    return ", ".join(c.expr for c in children)
+
+
+def _walked(value: object, children: Sequence[Nested], expr: str) -> Nested:
+    """A container whose children are walked: it counts what they count."""
+    counted = [held for child in children for held in child.counted]
+    return Nested(value, counted, expr, [held for child in children for held in child.contained])
+
+
+def _opaque(value: object, children: Sequence[Nested], expr: str) -> Nested:
+    """An object whose children are not walked (ACCT-8): it counts nothing."""
+    return Nested(value, [], expr, [held for child in children for held in child.contained])
+
+
+def _sequence(
+    make: Callable[[list[Any]], object], template: str
+) -> Callable[[list[Nested]], Nested]:
+    def build(children: list[Nested]) -> Nested:
+        value = make([c.value for c in children])
+        return _walked(value, children, template.format(_joined(children)))
+
+    return build
+
+
+def _tuple(children: list[Nested]) -> Nested:
+    expr = f"({children[0].expr},)" if len(children) == 1 else f"({_joined(children)})"
+    return _walked(tuple(c.value for c in children), children, expr)
+
+
+def _mapping(
+    make: Callable[[dict[str, Any]], object], template: str
+) -> Callable[[list[tuple[str, Nested]]], Nested]:
+    def build(items: list[tuple[str, Nested]]) -> Nested:
+        expr = template.format(", ".join(f"{k!r}: {c.expr}" for k, c in items))
+        return _walked(make({k: c.value for k, c in items}), [c for _, c in items], expr)
+
+    return build
+
+
+def _hashable(children: list[Nested]) -> list[Nested]:
+    kept = []
+    for child in children:
+        try:
+            hash(child.value)
+        except TypeError:
+            continue
+        kept.append(child)
+    return kept
+
+
+def _set(children: list[Nested]) -> Nested:
+    # A set is an "other object": its members are not walked (ACCT-8).
+    kept = _hashable(children)
+    return _opaque({c.value for c in kept}, kept, f"{{{_joined(kept)}}}" if kept else "set()")
+
+
+def _keys(children: list[Nested]) -> Nested:
+    # Mapping keys are ignored: only values are walked (ACCT-8).
+    kept = _hashable(children)
+    return _opaque(dict.fromkeys(c.value for c in kept), kept, f"dict.fromkeys([{_joined(kept)}])")
+
+
+def _namespace(child: Nested) -> Nested:
+    # Attributes of an arbitrary object are not walked (ACCT-8).
+    return _opaque(SimpleNamespace(x=child.value), [child], f"SimpleNamespace(x={child.expr})")
+
+
+_KEYS = st.text("kvab", min_size=1, max_size=2)
+
+
+def _containers(children: st.SearchStrategy[Nested]) -> st.SearchStrategy[Nested]:
+    items = st.lists(children, max_size=4)
+    pairs = st.lists(st.tuples(_KEYS, children), max_size=4, unique_by=lambda kv: kv[0])
+    return st.one_of(
+        items.map(_sequence(list, "[{}]")),
+        items.map(_tuple),
+        items.map(_sequence(deque, "deque([{}])")),
+        items.map(_sequence(UserList, "UserList([{}])")),
+        pairs.map(_mapping(dict, "{{{}}}")),
+        pairs.map(_mapping(OrderedDict, "OrderedDict({{{}}})")),
+        items.map(_set),
+        items.map(_keys),
+        children.map(_namespace),
+    )
+
+
+def nested_containers(
+    leaves: st.SearchStrategy[object], max_leaves: int = 10
+) -> st.SearchStrategy[Nested]:
+    """Nested dicts, lists, tuples, deques (and sets, key-only dicts, namespaces that
+    count nothing) over ``leaves``: ``Held`` values (counted) or plain objects (not)."""
+    return st.recursive(leaves.map(_leaf), _containers, max_leaves=max_leaves)
+
+
+#: Attribute names a world-model session keeps in ``attrs`` (DreamZero's, upstream).
+ATTR_NAMES = ("language", "prompt_embeds", "call_count", "vae_cache", "current_start_frame")
+
+
+@dataclass(eq=False)
+class SessionContents:
+    """What one session is given: lists of values, each held by one buffer object, and attrs."""
+
+    buffers: list[list[Held]]
+    attrs: dict[str, Nested]
+
+    def counted(self) -> list[Held]:
+        """The held values the session must count (ACCT-10)."""
+        return [h for items in self.buffers for h in items] + [
+            h for nested in self.attrs.values() for h in nested.counted
+        ]
+
+    def contained(self) -> list[Held]:
+        """Every held value in the contents, counted or not (for ``definitions``)."""
+        return [h for items in self.buffers for h in items] + [
+            h for nested in self.attrs.values() for h in nested.contained
+        ]
+
+    def __repr__(self) -> str:
+        return f"SessionContents(buffers={self.buffers!r}, attrs={self.attrs!r})"
+
+
+def session_contents(values: st.SearchStrategy[Held]) -> st.SearchStrategy[SessionContents]:
+    """Up to two buffers of up to three ``values``, and up to two attrs nesting them."""
+    nested = nested_containers(st.one_of(values, scalars()), max_leaves=4)
+    return st.builds(
+        SessionContents,
+        st.lists(st.lists(values, max_size=3), max_size=2),
+        st.dictionaries(st.sampled_from(ATTR_NAMES), nested, max_size=2),
+    )

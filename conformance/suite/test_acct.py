@@ -1,0 +1,565 @@
+"""ACCT-*: byte accounting and aliasing (SPEC.md, "ACCT: byte accounting and aliasing").
+
+ACCT-1..9 call ``subject.accounting`` (the subject's ``device_bytes``) directly;
+ACCT-10 and ACCT-11 go through a session and a manager. Expected bytes come
+from the suite's own memory model (``allocations.py``), or are written out by
+hand (ACCT-7, ACCT-9), never from an accounting implementation.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import warnings
+from collections import OrderedDict, UserList, deque
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from sessionstate.conformance.allocations import (
+    Held,
+    allocate,
+    available_devices,
+    definitions,
+    derivations,
+    expected_bytes,
+)
+from sessionstate.conformance.checks import calling, check, check_bytes, check_equal
+from sessionstate.conformance.strategies import (
+    Nested,
+    SessionContents,
+    allocations,
+    derived_values,
+    devices,
+    nested_containers,
+    scalars,
+    session_contents,
+    values_from,
+)
+
+
+def _accounting(subject: Any) -> Any:
+    if subject.accounting is None:
+        pytest.skip(f"subject {subject.name!r} has no accounting")
+    return subject.accounting
+
+
+def _nonzero(by_device: dict[str, int]) -> dict[str, int]:
+    return {device: n for device, n in by_device.items() if n}
+
+
+def _checked(result: Any, call: str) -> Any:
+    """``result`` once checked to be a dict of device name -> int (ACCT-4, ACCT-5)."""
+    check(isinstance(result, dict), "ACCT-5", f"{call} returned {result!r}, not a new dict")
+    for device, nbytes in result.items():
+        check(isinstance(device, str), "ACCT-4", f"{call} has key {device!r}, not a device name")
+        check(type(nbytes) is int, "ACCT-4", f"{call} has {device!r}: {nbytes!r}, not an int")
+    return result
+
+
+def _count(accounting: Any, value: object, seen: set[Any], clause: str, call: str) -> Any:
+    with calling(clause, call):
+        result = accounting(value, seen)
+    return _checked(result, call)
+
+
+# A test that blames a more specific clause must be tagged with it too: a
+# failure counts only against the clauses its test is tagged with.
+_BLAMABLE = ("ACCT-1", "ACCT-2", "ACCT-3", "ACCT-4")
+
+
+def _blame(accounting: Any, helds: list[Held], clause: str) -> str:
+    """The most specific clause a wrong total breaks.
+
+    A value counted wrong on its own breaks ACCT-4 (device keys), ACCT-6 (a
+    NumPy array) or ACCT-1 (whole storage); views of one allocation counted
+    wrong together break ACCT-2; distinct allocations counted wrong together
+    break ACCT-3 (e.g. two meta storages keyed by data pointer 0); only then
+    is the clause under test to blame.
+    """
+    try:
+        for held in helds:
+            alone = _nonzero(accounting(held.value, set()))
+            if alone != expected_bytes([held]):
+                if isinstance(held.value, np.ndarray):
+                    return "ACCT-6"
+                return "ACCT-4" if set(alone) != set(expected_bytes([held])) else "ACCT-1"
+        by_allocation: dict[int, list[Held]] = {}
+        for held in helds:
+            by_allocation.setdefault(id(held.allocation), []).append(held)
+        for views in by_allocation.values():
+            observed = _nonzero(accounting([h.value for h in views], set()))
+            if observed != expected_bytes(views) and not isinstance(views[0].value, np.ndarray):
+                return "ACCT-2"
+        roots = [views[0] for views in by_allocation.values()]
+        together = [h.allocation.root for h in roots]
+        if _nonzero(accounting(together, set())) != expected_bytes(roots):
+            return "ACCT-3"
+    except Exception:
+        return clause
+    return clause
+
+
+def _expect(
+    accounting: Any,
+    observed: dict[str, int],
+    expected: dict[str, int],
+    helds: list[Held],
+    clause: str,
+    call: str,
+    involved: list[Held] | None = None,
+) -> None:
+    """Check ``observed``; on a mismatch, blame by the values ``involved`` (default ``helds``)."""
+    __tracebackhide__ = True
+    if _nonzero(observed) != _nonzero(expected):
+        clause = _blame(accounting, involved or helds, clause)
+    check_bytes(observed, expected, clause, call, definitions(involved or helds))
+
+
+def _views_of(pools: st.SearchStrategy[list[Held]], key: str) -> st.SearchStrategy[list[Held]]:
+    """Lists of values derived from one shared pool of allocations (built once, module level)."""
+    return st.lists(values_from(st.shared(pools, key=key)), min_size=1, max_size=5)
+
+
+def _single(helds: st.SearchStrategy[Held]) -> st.SearchStrategy[list[Held]]:
+    return helds.map(lambda held: [held])
+
+
+def _derived(held: Held, name: str) -> Held:
+    (derive,) = [d for d in derivations(held) if d.__name__ == name]
+    return derive(held)
+
+
+_nonempty_views = values_from(_single(allocations(zero_size=False)))
+
+
+@pytest.mark.clause("ACCT-1", "ACCT-4")
+def test_tensor_counts_its_whole_storage(subject: Any) -> None:
+    """Any view of an allocation, alone, counts the allocation's whole storage."""
+    accounting = _accounting(subject)
+
+    @given(_nonempty_views)
+    @example(_derived(allocate("cpu", (64, 16)), ".narrow(0, 1, 1)"))
+    @example(_derived(allocate("cpu", (8, 4)), ".unsqueeze(0).expand(2, 8, 4)"))
+    def run(held: Held) -> None:
+        call = f"device_bytes({held!r}, set())"
+        observed = _count(accounting, held.value, set(), "ACCT-1", call)
+        expected = expected_bytes([held])
+        clause = "ACCT-4" if set(_nonzero(observed)) != set(expected) else "ACCT-1"
+        check_bytes(observed, expected, clause, call, definitions([held]))
+
+    run()
+
+
+_views_of_one = _views_of(_single(allocations()), "ACCT-2")
+
+
+@pytest.mark.clause("ACCT-2", "ACCT-1", "ACCT-4")
+def test_views_of_one_allocation_count_once(subject: Any) -> None:
+    """Views, slices, expand, as_strided, transposes and view(dtype) of one allocation count once."""
+    accounting = _accounting(subject)
+
+    @given(_views_of_one)
+    def run(views: list[Held]) -> None:
+        call = f"device_bytes({views!r}, set())"
+        observed = _count(accounting, [h.value for h in views], set(), "ACCT-2", call)
+        _expect(accounting, observed, expected_bytes(views), views, "ACCT-2", call)
+
+    run()
+
+
+@pytest.mark.clause("ACCT-3", "ACCT-1", "ACCT-4")
+def test_distinct_storages_count_separately(subject: Any) -> None:
+    """Distinct storages count separately, meta and zero-size ones (data pointer 0) included."""
+    accounting = _accounting(subject)
+
+    @given(st.lists(allocations(), min_size=2, max_size=6))
+    @example([allocate("meta", (0,)), allocate("meta", (4,)), allocate("meta", (2, 3))])
+    @example([allocate("cpu", (0,)), allocate("cpu", (0, 3)), allocate("cpu", (2,))])
+    def run(pool: list[Held]) -> None:
+        call = f"device_bytes({pool!r}, set())"
+        observed = _count(accounting, [h.value for h in pool], set(), "ACCT-3", call)
+        _expect(accounting, observed, expected_bytes(pool), pool, "ACCT-3", call)
+
+    run()
+
+
+_by_device = {d: allocations(on=st.just(d), zero_size=False) for d in available_devices()}
+
+
+@st.composite
+def _one_per_device(draw: st.DrawFn) -> list[Held]:
+    """A value on each of some distinct devices (one allocation per device)."""
+    names = draw(st.lists(devices(), min_size=1, unique=True))
+    return [draw(derived_values(draw(_by_device[name]))) for name in names]
+
+
+@pytest.mark.clause("ACCT-4", "ACCT-1", "ACCT-3")
+def test_bytes_are_keyed_by_device(subject: Any) -> None:
+    """Each device's bytes appear under str(tensor.device), never summed with another's."""
+    accounting = _accounting(subject)
+
+    @given(_one_per_device())
+    def run(helds: list[Held]) -> None:
+        call = f"device_bytes({helds!r}, set())"
+        observed = _count(accounting, [h.value for h in helds], set(), "ACCT-4", call)
+        _expect(accounting, observed, expected_bytes(helds), helds, "ACCT-4", call)
+
+    run()
+
+
+@pytest.mark.clause("ACCT-4")
+def test_copy_to_another_device_is_another_storage(subject: Any) -> None:
+    """A CPU tensor and its meta copy are two storages on two devices; so are cuda:0 and cuda:1."""
+    accounting = _accounting(subject)
+    host = torch.zeros(5, dtype=torch.float32)
+    call = "device_bytes([t, t.to('meta')], set()) with t = torch.zeros(5)"
+    observed = _count(accounting, [host, host.to("meta")], set(), "ACCT-4", call)
+    check_bytes(observed, {"cpu": 20, "meta": 20}, "ACCT-4", call)
+    if {"cuda:0", "cuda:1"} <= set(available_devices()):
+        pair = [allocate("cuda:0", (3, 2)), allocate("cuda:1", (3, 2))]
+        call = f"device_bytes({pair!r}, set())"
+        observed = _count(accounting, [h.value for h in pair], set(), "ACCT-4", call)
+        check_bytes(observed, {"cuda:0": 24, "cuda:1": 24}, "ACCT-4", call, definitions(pair))
+
+
+@pytest.mark.cuda
+@pytest.mark.clause("ACCT-4")
+def test_real_cuda_copies_count_on_their_device(subject: Any) -> None:
+    """On a real GPU, a host tensor, its cuda:0 copy and views of it count per device."""
+    if not torch.cuda.is_available():
+        pytest.skip("torch.cuda.is_available() is False: no CUDA device is visible")
+    accounting = _accounting(subject)
+    host = torch.zeros(4, 8, dtype=torch.float32)
+    gpu = host.to("cuda:0")
+    values = [host, gpu, gpu.t(), gpu[1:], torch.empty(0, device="cuda:0"), host.narrow(0, 1, 1)]
+    call = "device_bytes([t, g, g.t(), g[1:], torch.empty(0, device='cuda:0'), t.narrow(0, 1, 1)], set())"
+    observed = _count(accounting, values, set(), "ACCT-4", call)
+    check_bytes(
+        observed,
+        {"cpu": 128, "cuda:0": 128},
+        "ACCT-4",
+        call,
+        "t = torch.zeros(4, 8); g = t.to('cuda:0')",
+    )
+
+
+_pools_any_device = st.lists(allocations(), min_size=1, max_size=3)
+_two_calls = st.tuples(
+    _views_of(_pools_any_device, "ACCT-5"), _views_of(_pools_any_device, "ACCT-5")
+)
+
+
+@pytest.mark.clause("ACCT-5", *_BLAMABLE)
+def test_shared_seen_counts_each_storage_once_across_calls(subject: Any) -> None:
+    """A second call with the same seen skips what the first counted and returns a new dict."""
+    accounting = _accounting(subject)
+
+    @given(_two_calls)
+    def run(calls: tuple[list[Held], list[Held]]) -> None:
+        first, second = calls
+        seen: set[Any] = set()
+        counted: set[str] = set()
+        call1, call2 = f"device_bytes({first!r}, seen)", f"device_bytes({second!r}, seen)"
+        result1 = _count(accounting, [h.value for h in first], seen, "ACCT-5", call1)
+        snapshot = dict(result1)
+        _expect(accounting, result1, expected_bytes(first, counted), first, "ACCT-5", call1)
+        result2 = _count(accounting, [h.value for h in second], seen, "ACCT-5", call2)
+        _expect(
+            accounting,
+            result2,
+            expected_bytes(second, counted),
+            second,
+            "ACCT-5",
+            f"{call2} after {call1}",
+            first + second,
+        )
+        check(result2 is not result1, "ACCT-5", f"{call2} returned the dict {call1} returned")
+        check_bytes(result1, snapshot, "ACCT-5", "first result", f"after {call2}")
+        again = f"device_bytes({first + second!r}, seen)"
+        result3 = _count(accounting, [h.value for h in first + second], seen, "ACCT-5", again)
+        check_bytes(result3, {}, "ACCT-5", again, f"after {call1}; {call2}")
+
+    run()
+
+
+_numpy_views = _views_of(st.lists(allocations(numpy=True), min_size=1, max_size=3), "ACCT-6")
+
+
+@pytest.mark.clause("ACCT-6")
+def test_numpy_views_count_their_owner_once(subject: Any) -> None:
+    """NumPy views count their owner's buffer once, under "cpu"."""
+    accounting = _accounting(subject)
+
+    @given(_numpy_views)
+    def run(views: list[Held]) -> None:
+        call = f"device_bytes({views!r}, set())"
+        observed = _count(accounting, [h.value for h in views], set(), "ACCT-6", call)
+        expected = expected_bytes(views)
+        check_bytes(observed, expected, "ACCT-6", call, definitions(views))
+
+    run()
+
+
+@dataclass(frozen=True)
+class Case:
+    """A hand-computed case: a program, the values of successive calls sharing one
+    ``seen``, and the bytes each call must return."""
+
+    id: str
+    program: str
+    calls: tuple[str, ...]
+    expected: tuple[dict[str, int], ...]
+
+    def build(self) -> list[tuple[str, object]]:
+        names: dict[str, Any] = {"torch": torch, "np": np, "deque": deque}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # sparse CSR/CSC are "beta" on this torch
+            exec(self.program, names)
+            return [(text, eval(text, names)) for text in self.calls]
+
+
+_T = "t = torch.zeros(6, dtype=torch.float32)"  # 24 bytes
+_OWNER = "owner = np.zeros(10, dtype=np.float32)"  # 40 bytes
+SHARED_MEMORY_CASES = [
+    Case("numpy-of-tensor", _T, ("t.numpy()",), ({"cpu": 24},)),
+    Case("tensor-and-its-numpy", _T, ("[t, t.numpy()]",), ({"cpu": 24},)),
+    Case("numpy-view-then-tensor", _T, ("[t.numpy()[2:], t]",), ({"cpu": 24},)),
+    Case("from-numpy-after-owner", _OWNER, ("[owner, torch.from_numpy(owner)]",), ({"cpu": 40},)),
+    Case("from-numpy-before-owner", _OWNER, ("[torch.from_numpy(owner), owner]",), ({"cpu": 40},)),
+    Case("offset-after-owner", _OWNER, ("[owner, torch.from_numpy(owner[1:])]",), ({"cpu": 40},)),
+    Case("offset-before-owner", _OWNER, ("[torch.from_numpy(owner[1:]), owner]",), ({"cpu": 40},)),
+    Case(
+        "overlapping-offsets",
+        _OWNER,
+        ("[torch.from_numpy(owner[2:5]), torch.from_numpy(owner[4:]), owner[::3], owner]",),
+        ({"cpu": 40},),
+    ),
+    Case("owner-then-offset", _OWNER, ("owner", "torch.from_numpy(owner[1:])"), ({"cpu": 40}, {})),
+    Case("tensor-then-numpy", _T, ("t", "t.numpy()[1:]"), ({"cpu": 24}, {})),
+    Case("numpy-then-tensor", _T, ("t.numpy()", "t"), ({"cpu": 24}, {})),
+]
+
+_V = "v = torch.tensor([1.0, 2.0, 3.0]); "  # 12 bytes; int64 indices are 8 bytes an entry
+_COO = _V + "i = torch.tensor([[0, 1, 2], [1, 2, 0]]); s = torch.sparse_coo_tensor(i, v, (3, 4))"
+_CSR = _V + "crow = torch.tensor([0, 1, 2, 3]); col = torch.tensor([1, 2, 0]); "
+_CSR += "s = torch.sparse_csr_tensor(crow, col, v, (3, 4))"
+_CSC = _V + "ccol = torch.tensor([0, 1, 2, 3, 3]); row = torch.tensor([2, 0, 1]); "
+_CSC += "s = torch.sparse_csc_tensor(ccol, row, v, (3, 4))"
+_T5 = "t = torch.zeros(5, dtype=torch.float32); "  # 20 bytes
+SPARSE_CASES = [
+    Case("sparse-coo", _COO, ("s",), ({"cpu": 60},)),
+    Case("sparse-csr", _CSR, ("s",), ({"cpu": 68},)),
+    Case("sparse-csc", _CSC, ("{'k': [s]}",), ({"cpu": 76},)),
+]
+CYCLE_CASES = [
+    Case("self-list", _T5 + "a = [t]; a.append(a)", ("a",), ({"cpu": 20},)),
+    Case("self-dict", _T5 + "d = {'t': t}; d['self'] = d", ("d",), ({"cpu": 20},)),
+    Case("self-deque", _T5 + "q = deque([t]); q.append(q)", ("q",), ({"cpu": 20},)),
+    Case(
+        "mutual",
+        _T5 + "a = [t]; b = {'a': a, 't': t}; a.append(b)",
+        ("[b, a]",),
+        ({"cpu": 20},),
+    ),
+    Case("through-tuple", _T5 + "a = [t]; a.append((a, t))", ("a",), ({"cpu": 20},)),
+    Case("shared-not-cyclic", _T5 + "s = [t]; big = [s] * 50", ("[big, big]",), ({"cpu": 20},)),
+]
+
+_DEADLINE_S = 5.0
+
+
+class _Abandoned(BaseException):
+    """Raised into an accounting call that ran past its deadline, to stop it."""
+
+
+def _within_deadline(
+    accounting: Any, value: object, seen: set[Any], clause: str, call: str, when: str
+) -> Any:
+    """``accounting(value, seen)`` on a watchdog thread: a walk that never ends fails
+    ``clause`` after ``_DEADLINE_S`` instead of hanging the suite (ACCT-9)."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = accounting(value, seen)
+        except BaseException as error:
+            box["error"] = error
+
+    worker = threading.Thread(target=target, name=f"{clause} {call}", daemon=True)
+    worker.start()
+    worker.join(_DEADLINE_S)
+    if worker.is_alive():
+        ident = ctypes.c_ulong(worker.ident or 0)
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ident, ctypes.py_object(_Abandoned))
+        check(False, clause, f"{call} did not return within {_DEADLINE_S} s, after {when}")
+    if "error" in box:
+        with calling(clause, call):  # RecursionError included: it is a failure too
+            raise box["error"]
+    return _checked(box["result"], call)
+
+
+def _run_case(accounting: Any, case: Case, clause: str, counting: str | None = None) -> None:
+    """Run ``case``: any raise or hang fails ``clause``, a wrong count ``counting`` (or ``clause``)."""
+    seen: set[Any] = set()
+    for (text, value), expected in zip(case.build(), case.expected, strict=True):
+        call = f"device_bytes({text}, seen)"
+        observed = _within_deadline(accounting, value, seen, clause, call, case.program)
+        check_bytes(observed, expected, counting or clause, call, case.program)
+
+
+@pytest.mark.clause("ACCT-7")
+@pytest.mark.parametrize("case", SHARED_MEMORY_CASES, ids=lambda c: c.id)
+def test_memory_shared_by_numpy_and_torch_counts_once(subject: Any, case: Case) -> None:
+    """tensor.numpy() and torch.from_numpy(array), with or without an offset, alias their source."""
+    _run_case(_accounting(subject), case, "ACCT-7")
+
+
+# Roots only, on cpu: a failure here is about walking, not aliasing or devices.
+_cpu_roots = st.shared(st.lists(_by_device["cpu"], min_size=1, max_size=3), key="ACCT-8")
+_nested_roots = nested_containers(st.one_of(values_from(_cpu_roots, max_steps=0), scalars()))
+
+
+@pytest.mark.clause("ACCT-8")
+def test_containers_are_walked_and_other_objects_count_nothing(subject: Any) -> None:
+    """Mapping values and sequence items are walked to any depth; keys, sets, str and
+    other objects are not."""
+    accounting = _accounting(subject)
+
+    @given(_nested_roots)
+    def run(value: Nested) -> None:
+        call = f"device_bytes({value!r}, set())"
+        observed = _count(accounting, value.value, set(), "ACCT-8", call)
+        check_bytes(
+            observed, expected_bytes(value.counted), "ACCT-8", call, definitions(value.contained)
+        )
+
+    for case in _walk_examples():
+        run = example(case)(run)
+    run()
+
+
+def _walk_examples() -> list[Nested]:
+    """Hand-built values for the rules most walkers get wrong (counted or not, ACCT-8)."""
+    held = allocate("cpu", (4,))
+    t, name = held.value, held.expr
+    return [
+        Nested([{t}], [], f"[{{{name}}}]", [held]),  # a set is an "other object"
+        Nested(dict.fromkeys([t]), [], f"dict.fromkeys([{name}])", [held]),  # keys are ignored
+        Nested((SimpleNamespace(x=t),), [], f"(SimpleNamespace(x={name}),)", [held]),
+        Nested(
+            ["ab", b"c", bytearray(b"d"), None, 1.5, True],
+            [],
+            "['ab', b'c', bytearray(b'd'), None, 1.5, True]",
+        ),
+        Nested(
+            UserList([OrderedDict(k=deque([t]))]),
+            [held],
+            f"UserList([OrderedDict(k=deque([{name}]))])",
+            [held],
+        ),
+    ]
+
+
+@pytest.mark.clause("ACCT-8")
+def test_deep_nesting_is_walked(subject: Any) -> None:
+    """A tensor 100 containers deep counts."""
+    accounting = _accounting(subject)
+    value: object = torch.zeros(3, dtype=torch.int64)
+    for depth in range(100):
+        value = [value] if depth % 3 == 0 else {"k": value} if depth % 3 == 1 else (value,)
+    call = "device_bytes([{'k': ([...],)}] nested 100 deep around torch.zeros(3, dtype=torch.int64), set())"
+    check_bytes(_count(accounting, value, set(), "ACCT-8", call), {"cpu": 24}, "ACCT-8", call)
+
+
+@pytest.mark.clause("ACCT-9")
+@pytest.mark.parametrize("case", SPARSE_CASES, ids=lambda c: c.id)
+def test_sparse_tensors_count_their_components(subject: Any, case: Case) -> None:
+    """Sparse COO/CSR/CSC tensors count their index and value tensors instead of raising."""
+    _run_case(_accounting(subject), case, "ACCT-9")
+
+
+@pytest.mark.clause("ACCT-9", "ACCT-8")
+@pytest.mark.parametrize("case", CYCLE_CASES, ids=lambda c: c.id)
+def test_self_referencing_containers_terminate(subject: Any, case: Case) -> None:
+    """A container that holds itself terminates (ACCT-9) and counts what it holds (ACCT-8)."""
+    _run_case(_accounting(subject), case, "ACCT-9", counting="ACCT-8")
+
+
+# MUST-level values only: torch on every device, NumPy owners and their views;
+# shared, so that buffers, attrs and sessions of one example alias each other.
+_session_pool = st.shared(
+    st.lists(st.one_of(allocations(), allocations(numpy=True)), min_size=1, max_size=3),
+    key="ACCT-10/11",
+)
+_contents = session_contents(values_from(_session_pool))
+
+
+def _fill(subject: Any, session: Any, contents: SessionContents, clause: str) -> None:
+    """Give ``session`` the buffers (subject buffers, ``put``) and attrs of ``contents``."""
+    for i, items in enumerate(contents.buffers):
+        with calling(clause, f"session.put('buffer{i}', make_buffer() holding {items!r})"):
+            buffer = subject.make_buffer()
+            for held in items:
+                buffer.append(held.value)
+            session.put(f"buffer{i}", buffer)
+    for name, nested in contents.attrs.items():
+        session.attrs[name] = nested.value
+
+
+@pytest.mark.clause("ACCT-10")
+def test_session_counts_objects_and_attrs_with_one_seen(subject: Any) -> None:
+    """A session counts its objects and attrs once each (aliases included); nbytes is the sum."""
+
+    @given(_contents)
+    def run(contents: SessionContents) -> None:
+        with calling("ACCT-10", "make_manager(max_sessions=4).get_or_create_session('acct')"):
+            session = subject.make_manager(max_sessions=4).get_or_create_session("acct")
+        _fill(subject, session, contents, "ACCT-10")
+        expected, when = expected_bytes(contents.counted()), definitions(contents.contained())
+        with calling("ACCT-10", "session.nbytes_by_device()"):
+            check_bytes(
+                session.nbytes_by_device(), expected, "ACCT-10", "session.nbytes_by_device()", when
+            )
+        with calling("ACCT-10", "session.nbytes"):
+            check_equal(session.nbytes, sum(expected.values()), "ACCT-10", "session.nbytes", when)
+        seen: set[Any] = (
+            set()
+        )  # the caller's seen: filled by the first call, so the second adds nothing
+        for expect, call in (
+            (expected, "session.nbytes_by_device(seen)"),
+            ({}, "session.nbytes_by_device(seen) again"),
+        ):
+            with calling("ACCT-10", call):
+                check_bytes(session.nbytes_by_device(seen), expect, "ACCT-10", call, when)
+
+    run()
+
+
+@pytest.mark.clause("ACCT-11")
+def test_manager_counts_sessions_in_the_table_once(subject: Any) -> None:
+    """Storages shared by sessions count once; evicted and dropped sessions do not count."""
+
+    @given(st.lists(_contents, min_size=1, max_size=6), st.data())
+    def run(sessions: list[SessionContents], data: st.DataObject) -> None:
+        drops = data.draw(st.sets(st.integers(0, len(sessions) - 1)), label="drops")
+        with calling("ACCT-11", "make_manager(max_sessions=4)"):
+            manager = subject.make_manager(max_sessions=4)
+            for i, contents in enumerate(sessions):
+                _fill(subject, manager.get_or_create_session(f"s{i}"), contents, "ACCT-11")
+            for i in sorted(drops):
+                manager.drop_session(f"s{i}")
+            live = [i for i in range(len(sessions)) if f"s{i}" in manager]
+            observed = manager.nbytes_by_device()
+        held = [h for i in live for h in sessions[i].counted()]
+        defined = definitions(h for c in sessions for h in c.contained())
+        when = f"sessions {[f's{i}' for i in live]} in the table; {defined}"
+        check_bytes(observed, expected_bytes(held), "ACCT-11", "manager.nbytes_by_device()", when)
+
+    run()

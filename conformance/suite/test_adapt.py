@@ -1,0 +1,56 @@
+"""ADAPT-*: model adapters against their bespoke state classes (SPEC.md, "ADAPT: model adapters").
+
+One differential state machine run per ``AdapterSpec`` in ``subject.adapters``,
+the test id naming the spec. The oracle is the bespoke state class itself,
+and the suite's own walk of object graphs for memory
+(``sessionstate.conformance.adapters``), never the subject's accounting.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis.stateful import run_state_machine_as_test
+
+from sessionstate.conformance import AdapterSpec, UsageError
+from sessionstate.conformance.adapters import AdapterMachine
+from sessionstate.conformance.plugin import load_configured_subject
+
+MUST_CLAUSES = tuple(f"ADAPT-{n}" for n in range(1, 8))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize ``spec`` by the subject's adapters (one ``None`` when it has none)."""
+    if "spec" not in metafunc.fixturenames:
+        return
+    subject = load_configured_subject(metafunc.config)
+    specs = list(subject.adapters)
+    for spec in specs:
+        if not isinstance(spec, AdapterSpec):
+            message = (
+                f"subject {subject.name!r}: adapters holds a {type(spec).__name__}, "
+                "not an AdapterSpec"
+            )
+            raise pytest.UsageError(str(UsageError(message)))
+    metafunc.parametrize("spec", specs or [None], ids=[s.name for s in specs] or ["none"])
+
+
+def _spec(subject: Any, spec: AdapterSpec | None) -> AdapterSpec:
+    if spec is None:
+        pytest.skip(f"subject {subject.name!r} has no adapters")
+    return spec
+
+
+@pytest.mark.clause(*MUST_CLAUSES)
+def test_adapter_matches_bespoke(subject: Any, spec: AdapterSpec | None) -> None:
+    """Fresh and held adapters are bit-equal to the bespoke state through every sequence."""
+    spec = _spec(subject, spec)
+    run_state_machine_as_test(lambda: AdapterMachine(subject, spec))
+
+
+@pytest.mark.clause("ADAPT-8")
+def test_session_bytes_match_bespoke(subject: Any, spec: AdapterSpec | None) -> None:
+    """After every call, the session reaches as many bytes per device as the bespoke state."""
+    spec = _spec(subject, spec)
+    run_state_machine_as_test(lambda: AdapterMachine(subject, spec, parity=True))

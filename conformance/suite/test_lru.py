@@ -1,0 +1,72 @@
+"""LRU-*: ordering, eviction and identity (SPEC.md, "LRU: ordering, eviction and identity").
+
+The state machine compares every call with ``conformance.model``; the
+programs below are its regression corpus (Hypothesis ``@example`` does not
+work for state machines), each a hand-written sequence of calls that once
+told a broken subject apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sessionstate.conformance.checks import check
+from sessionstate.conformance.machine import ManagerMachine, OrderMachine, replay, run_machine
+
+G, D, C = "get_or_create_session", "drop_session", "contains"
+
+#: (intended clause, max_sessions, program)
+PROGRAMS = [
+    ("LRU-1", 3, [(G, "a"), (G, "a"), (G, "b"), (G, "a")]),
+    ("LRU-2", 3, [(G, "a"), (G, "b"), (G, "c")]),
+    ("LRU-3", 2, [(G, "a"), (G, "b"), (G, "a"), (G, "c"), (C, "a"), (C, "b")]),
+    ("LRU-4", 1, [(G, "a"), (G, "b"), (C, "a"), (C, "b")]),
+    ("LRU-4", 3, [(G, "a"), (G, "b"), (G, "c"), (G, "default"), (G, "a"), (G, "b")]),
+    ("LRU-6", 1, [(G, "a"), (G, "b"), (G, "a"), (G, "b")]),
+    ("LRU-7", 2, [(G, "a"), (G, "b"), (G, "c"), (G, "a"), (G, "b"), (G, "c")]),
+    ("STATS-4", 2, [(G, "a"), (G, "b"), (C, "a"), (C, "b"), (C, "a"), (G, "c")]),
+]
+
+
+@pytest.mark.clause(*ManagerMachine.CLAUSES)
+def test_manager_machine(subject: Any) -> None:
+    """Random programs of get_or_create_session, drop_session and `in` agree with the model."""
+    run_machine(ManagerMachine, subject)
+
+
+@pytest.mark.clause(*OrderMachine.CLAUSES)
+def test_order_machine(subject: Any) -> None:
+    """The same on four plain ids with two or three slots, where LRU order decides most misses."""
+    run_machine(OrderMachine, subject)
+
+
+@pytest.mark.clause(*ManagerMachine.CLAUSES)
+@pytest.mark.parametrize(
+    ("max_sessions", "program"),
+    [pytest.param(n, p, id=f"{clause}-{i}") for i, (clause, n, p) in enumerate(PROGRAMS)],
+)
+def test_program(subject: Any, max_sessions: int, program: list[tuple[str, object]]) -> None:
+    """A hand-written program replayed with the machine's checks after every call."""
+    replay(subject, max_sessions, program)
+
+
+@pytest.mark.clause("LRU-8")
+@pytest.mark.parametrize("max_sessions", [0, -1])
+def test_non_positive_max_sessions_is_rejected(subject: Any, max_sessions: int) -> None:
+    """The constructor raises ValueError mentioning "max_sessions must be positive"."""
+    call = f"make_manager(max_sessions={max_sessions}, byte_budget=None)"
+    try:
+        subject.make_manager(max_sessions=max_sessions, byte_budget=None)
+    except ValueError as error:
+        check(
+            "max_sessions must be positive" in str(error),
+            "LRU-8",
+            f"{call} raised ValueError({str(error)!r}), but the message should contain "
+            "'max_sessions must be positive'",
+        )
+    except Exception as error:
+        check(False, "LRU-8", f"{call} raised {error!r}, but should raise ValueError")
+    else:
+        check(False, "LRU-8", f"{call} returned a manager, but should raise ValueError")

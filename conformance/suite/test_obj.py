@@ -1,0 +1,408 @@
+"""OBJ-*: custom StateObjects (SPEC.md, "OBJ: custom StateObjects").
+
+One state machine run per ``StateObjectSpec`` in ``subject.state_objects``, the
+test id naming the spec. The model is small on purpose (is the object
+resident, what may be staged, which session holds it); everything else is read
+back through the spec's ``held(obj)`` and priced by the suite's
+``MemoryModel``, never by the object's own code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import pytest
+from hypothesis import Phase, note, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+from hypothesis.strategies import SearchStrategy
+
+from sessionstate.conformance import StateObjectSpec, UsageError
+from sessionstate.conformance.allocations import allocate, available_devices
+from sessionstate.conformance.checks import calling, check_bytes, check_equal
+from sessionstate.conformance.plugin import load_configured_subject
+from sessionstate.conformance.state_objects import UNKNOWN_KEYWORD, MemoryModel
+
+if TYPE_CHECKING:
+    from sessionstate.conformance.allocations import Allocation, Held
+
+OBJ_CLAUSES = tuple(f"OBJ-{n}" for n in range(1, 9))
+_SHAPES = ((0,), (2,), (3,), (2, 2), (3, 2), (4,))
+_DTYPES = ("float32", "float16", "int64")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize ``spec`` by the subject's specs (one ``None`` when it has none)."""
+    if "spec" not in metafunc.fixturenames:
+        return
+    subject = load_configured_subject(metafunc.config)
+    specs = list(subject.state_objects)
+    for spec in specs:
+        if not isinstance(spec, StateObjectSpec):
+            message = (
+                f"subject {subject.name!r}: state_objects holds a {type(spec).__name__}, "
+                "not a StateObjectSpec"
+            )
+            raise pytest.UsageError(str(UsageError(message)))
+    metafunc.parametrize("spec", specs or [None], ids=[s.name for s in specs] or ["none"])
+
+
+@pytest.mark.clause(*OBJ_CLAUSES)
+def test_state_object(subject: Any, spec: StateObjectSpec | None) -> None:
+    """The object follows the StateObject contract through every sequence of its methods."""
+    if spec is None:
+        pytest.skip(f"subject {subject.name!r} has no state_objects")
+    run_state_object_machine(subject, spec)
+
+
+def run_state_object_machine(subject: Any, spec: StateObjectSpec) -> None:
+    """Run :class:`StateObjectMachine` for ``spec`` under the loaded profile.
+
+    Less the explain phase: on a failing machine it replays about a thousand
+    variants (over 90% of the time to report) to name the lines only failing
+    runs reached, which here is always the raise in ``checks``.
+    """
+    loaded = settings()  # the profile in force
+    phases = [phase for phase in loaded.phases if phase is not Phase.explain]
+    run_state_machine_as_test(  # type: ignore[no-untyped-call]
+        lambda: StateObjectMachine(subject, spec), settings=settings(loaded, phases=phases)
+    )
+
+
+class _Snapshot(NamedTuple):
+    resident: bool
+    nbytes_by_device: dict[str, int]
+    held: tuple[str, ...] | None
+
+
+class StateObjectMachine(RuleBasedStateMachine):
+    """One spec's object against the StateObject contract, checked after every rule."""
+
+    def __init__(self, subject: Any, spec: StateObjectSpec) -> None:
+        super().__init__()
+        self.subject, self.spec = subject, spec
+        self.memory = MemoryModel()
+        self.tensors = _tensors(self.memory, _allocations())
+        self.payloads = spec.payload_strategy(self.tensors)
+        self.aliases = _aliases(self)
+        self.kwargs = spec.allocate_kwargs()
+        self.resident = False
+        self.staged: object | None = None  # the payload of a stage() not yet discarded
+        self.just_staged = False  # stage() was the last change: commit() must not refuse
+        self.manager: Any = None
+        self.session: Any = None
+        self.attrs: list[Allocation] = []
+        self.last = "factory()"
+        self.obj = self._create()
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _create(self) -> Any:
+        with calling("OBJ-1", f"{self.spec.name} factory()"):
+            obj = self.spec.factory()
+        return obj
+
+    def held_allocations(self, clause: str = "OBJ-2") -> list[Allocation]:
+        """The allocations behind ``held(obj)`` (none while not resident)."""
+        if not self.resident:
+            return []
+        with calling(clause, f"held({self.spec.name}) {self._when()}"):
+            value = self.spec.held(self.obj)
+        return self.memory.allocations_in(value)
+
+    def _bytes(self, clause: str, seen: set[Any] | None = None) -> dict[str, int]:
+        with calling(clause, f"nbytes_by_device(seen) {self._when()}"):
+            return dict(self.obj.nbytes_by_device(set() if seen is None else seen))
+
+    def _snapshot(self, clause: str) -> _Snapshot:
+        with calling(clause, f"resident {self._when()}"):
+            resident = bool(self.obj.resident)
+        labels = tuple(a.label for a in self.held_allocations(clause)) if self.resident else None
+        return _Snapshot(resident, self._bytes(clause), labels)
+
+    def _check_unchanged(self, before: _Snapshot, clause: str) -> None:
+        after = self._snapshot(clause)
+        when = self._when()
+        check_equal(after.resident, before.resident, clause, "resident", when)
+        check_bytes(after.nbytes_by_device, before.nbytes_by_device, clause, "bytes", when)
+        check_equal(after.held, before.held, clause, "allocations held", when)
+
+    def _when(self) -> str:
+        return f"after {self.last}"
+
+    def _call(
+        self, call: str, thunk: Callable[[], Any], clause: str, refusable: bool = False
+    ) -> Any:
+        """Call the subject; with ``refusable``, a ``RuntimeError`` is an allowed
+        refusal, which must change nothing. Any other exception fails ``clause``."""
+        self.last = call
+        before = self._snapshot(clause) if refusable else None
+        with calling(clause, call):
+            try:
+                return thunk()
+            except RuntimeError:
+                if before is None:
+                    raise
+        self.last = f"{call}, refused with RuntimeError"
+        self._check_unchanged(before, clause)
+        return None
+
+    def _expect_error(
+        self, call: str, thunk: Callable[[], Any], error: type[Exception], clause: str
+    ) -> None:
+        self.last = call
+        try:
+            thunk()
+        except error:
+            return
+        except Exception as other:
+            raised: str | None = type(other).__name__
+        else:
+            raised = None
+        check_equal(raised, error.__name__, clause, f"exception from {call}")
+
+    def _draw_payload(self, data: Any) -> tuple[Any, str]:
+        payload = data.draw(self.payloads, label="payload")
+        text = self.memory.describe(payload)
+        note(f"payload = {text}")
+        return payload, text
+
+    def _write(self, method: str, data: Any) -> None:
+        payload, text = self._draw_payload(data)
+        thunk = lambda: getattr(self.obj, method)(payload)  # noqa: E731
+        self._call(f"{method}({text})", thunk, "OBJ-1", refusable=not self.resident)
+        self.just_staged = False
+
+    def _counts_staged(self, observed: dict[str, int]) -> bool:
+        # Names the more specific clause: the bytes match held(obj) *plus* the
+        # staged payload, which OBJ-3 says is never counted.
+        if self.staged is None:
+            return False
+        staged = self.memory.allocations_in(self.staged)
+        return _nonzero(observed) == _nonzero(
+            self.memory.expected([*self.held_allocations(), *staged])
+        )
+
+    # -- rules: one per StateObject (or SessionState) method --------------------
+
+    @initialize(data=st.data())
+    def start(self, data: Any) -> None:
+        # Most bugs need an allocated object holding payloads: start half the
+        # runs so (and a quarter allocated and empty), leaving their steps for
+        # what follows. 0, the shrink target, starts from the bare factory().
+        setup = data.draw(st.integers(0, 3), label="setup (0 bare, 1 allocated, 2+ holding)")
+        if setup >= 1:
+            self.allocate(data)
+        if setup >= 2:
+            self._write("commit", data)
+
+    @rule(data=st.data())
+    def allocate(self, data: Any) -> None:
+        kwargs = data.draw(self.kwargs, label="kwargs")
+        self._call(f"allocate({_keywords(kwargs)})", lambda: self.obj.allocate(**kwargs), "OBJ-1")
+        self.resident, self.just_staged = True, False
+        payloads = [a for a in self.held_allocations("OBJ-1") if self.memory.is_suites(a)]
+        check_equal(payloads, [], "OBJ-1", "payload allocations held", self._when())
+
+    @rule(data=st.data())
+    def allocate_unknown_keyword(self, data: Any) -> None:
+        kwargs = {**data.draw(self.kwargs, label="kwargs"), UNKNOWN_KEYWORD: 1}
+        before = self._snapshot("OBJ-7")
+        call = f"allocate({_keywords(kwargs)})"
+        self._expect_error(call, lambda: self.obj.allocate(**kwargs), TypeError, "OBJ-7")
+        self._check_unchanged(before, "OBJ-7")
+
+    @rule(data=st.data())
+    def commit(self, data: Any) -> None:
+        if not data.draw(st.booleans(), label="commit() with no payload"):
+            self._write("commit", data)
+            return
+        # commit() may refuse (RuntimeError) before allocate() or with nothing
+        # staged; right after stage() it must take the staged payload (OBJ-3).
+        must_take = self.resident and self.just_staged
+        clause = "OBJ-3" if must_take else "OBJ-1"
+        self._call("commit()", lambda: self.obj.commit(), clause, refusable=not must_take)
+        self.just_staged = False
+
+    @rule(data=st.data())
+    def append(self, data: Any) -> None:
+        self._write("append", data)
+
+    @rule(data=st.data())
+    def stage(self, data: Any) -> None:
+        payload, text = self._draw_payload(data)
+        before = self._snapshot("OBJ-3")
+        self._call(f"stage({text})", lambda: self.obj.stage(payload), "OBJ-3")
+        self._check_unchanged(before, "OBJ-3")
+        self.staged, self.just_staged = payload, True
+
+    @rule()
+    def discard(self) -> None:
+        before = self._snapshot("OBJ-3")
+        self._call("discard()", lambda: self.obj.discard(), "OBJ-3")
+        self._check_unchanged(before, "OBJ-3")
+        self.staged, self.just_staged = None, False
+
+    @rule(include_staged=st.booleans())
+    def view(self, include_staged: bool) -> None:
+        before = self._snapshot("OBJ-1")
+        call = f"view(include_staged={include_staged})"
+        thunk = lambda: self.obj.view(include_staged=include_staged)  # noqa: E731
+        self._call(call, thunk, "OBJ-1", refusable=not self.resident)
+        self._check_unchanged(before, "OBJ-1")
+
+    @rule()
+    def reset(self) -> None:
+        self._call("reset()", lambda: self.obj.reset(), "OBJ-1")
+        self.resident, self.staged, self.just_staged = False, None, False
+
+    @precondition(lambda self: self.resident)
+    @rule()
+    def evict(self) -> None:
+        if not self.spec.evictable:
+            before = self._snapshot("OBJ-6")
+            self._expect_error("evict()", lambda: self.obj.evict(), RuntimeError, "OBJ-6")
+            self.last = "evict() of a never-evictable object"
+            self._check_unchanged(before, "OBJ-6")
+            return
+        held = sum(self.memory.expected(self.held_allocations()).values())
+        freed = self._call("evict()", lambda: self.obj.evict(), "OBJ-6")
+        check_equal(freed, held, "OBJ-6", "evict()", f"with {held} bytes held")
+        self.resident, self.staged, self.just_staged = False, None, False
+        with calling("OBJ-6", "resident after evict()"):
+            resident = self.obj.resident
+        check_equal(resident, False, "OBJ-6", "resident", self._when())
+        check_bytes(self._bytes("OBJ-6"), {}, "OBJ-6", "nbytes_by_device(set())", self._when())
+
+    @rule(data=st.data())
+    def put(self, data: Any) -> None:
+        if self.session is None:
+            call = "make_manager(max_sessions=1, byte_budget=None).get_or_create_session('obj')"
+            with calling("OBJ-4", call):
+                self.manager = self.subject.make_manager(max_sessions=1, byte_budget=None)
+                self.session = self.manager.get_or_create_session("obj")
+        aliases = data.draw(self.aliases, label="aliases")
+        self.last = (
+            f"session.put({self.spec.name!r}, obj); "
+            f"session.attrs['aliases'] = {self.memory.describe(aliases)}"
+        )
+        note(self.last)
+        with calling("OBJ-4", self.last):
+            self.session.put(self.spec.name, self.obj)
+            self.session.attrs["aliases"] = aliases
+        self.attrs = self.memory.allocations_in(aliases)
+
+    @precondition(lambda self: self.session is not None)
+    @rule()
+    def get_or_create(self) -> None:
+        made: list[Any] = []
+
+        def factory() -> Any:
+            made.append(self.spec.factory())
+            return made[-1]
+
+        name, cls = self.spec.name, type(self.obj)
+        call = self.last = f"session.get_or_create({name!r}, factory, {cls.__name__})"
+        with calling("OBJ-8", call):
+            got = self.session.get_or_create(name, factory, cls)
+        if self.resident:
+            check_equal(len(made), 0, "OBJ-8", "factory() calls", "while the object is resident")
+            check_equal(got is self.obj, True, "OBJ-8", f"{call} is the stored object")
+            return
+        check_equal(len(made), 1, "OBJ-8", "factory() calls", "once the object is not resident")
+        check_equal(got is made[0], True, "OBJ-8", f"{call} is what factory() returned")
+        with calling("OBJ-8", f"session.get({name!r})"):
+            stored = self.session.get(name)
+        check_equal(stored is got, True, "OBJ-8", f"session.get({name!r}) is the new object")
+        self.obj, self.staged, self.just_staged = got, None, False
+
+    # -- invariants ---------------------------------------------------------------
+
+    @invariant()
+    def check_object(self) -> None:
+        # One invariant in a deliberate order (Hypothesis would run several in
+        # name order, and print each after every step).
+        self._check_resident()
+        self._check_bytes()
+        self._check_seen()
+        self._check_nbytes()
+
+    def _check_resident(self) -> None:
+        with calling("OBJ-1", f"resident {self._when()}"):
+            resident = self.obj.resident
+        check_equal(resident, self.resident, "OBJ-1", "resident", self._when())
+
+    def _check_bytes(self) -> None:
+        observed = self._bytes("OBJ-2")
+        expected = self.memory.expected(self.held_allocations())
+        clause = "OBJ-2" if self.resident else "OBJ-1"
+        if _nonzero(observed) != _nonzero(expected) and self._counts_staged(observed):
+            clause = "OBJ-3"
+        check_bytes(observed, expected, clause, "nbytes_by_device(set())", self._when())
+
+    def _check_seen(self) -> None:
+        seen: set[Any] = set()
+        self._bytes("OBJ-4", seen)
+        again = self._bytes("OBJ-4", seen)
+        what = "nbytes_by_device(seen) again with the same seen"
+        check_bytes(again, {}, "OBJ-4", what, self._when())
+
+    def _check_nbytes(self) -> None:
+        with calling("OBJ-5", f"nbytes {self._when()}"):
+            total = self.obj.nbytes
+        expected = sum(self._bytes("OBJ-5").values())
+        when = f"the sum of nbytes_by_device(set()) is {expected}, {self._when()}"
+        check_equal(total, expected, "OBJ-5", "nbytes", when)
+
+    @precondition(lambda self: self.session is not None)
+    @invariant()
+    def check_session_bytes(self) -> None:
+        expected = self.memory.expected([*self.held_allocations(), *self.attrs])
+        with calling("OBJ-4", f"session.nbytes_by_device() {self._when()}"):
+            observed = self.session.nbytes_by_device()
+        what = "session.nbytes_by_device()"
+        check_bytes(observed, expected, "OBJ-4", what, f"{self._when()}, attrs alias the object")
+
+
+@cache
+def _allocations() -> SearchStrategy[Held]:
+    """New allocations: every device, a few shapes (zero-size included) and dtypes."""
+    devices, shapes, dtypes = available_devices(), _SHAPES, _DTYPES
+    return st.builds(
+        allocate, st.sampled_from(devices), st.sampled_from(shapes), st.sampled_from(dtypes)
+    )
+
+
+# Composites are built once here: decorating per machine re-reads their source.
+@st.composite
+def _tensors(draw: Any, memory: MemoryModel, allocations: SearchStrategy[Held]) -> Any:
+    if memory.pool and draw(st.booleans()):
+        return memory.view(draw, memory.pool)
+    return memory.add(draw(allocations))
+
+
+@st.composite
+def _aliases(draw: Any, machine: StateObjectMachine) -> list[Any]:
+    """One to three values for ``attrs``: views of what the object holds, or others."""
+    roots = machine.memory.roots(machine.held_allocations())
+    return [
+        machine.memory.view(draw, roots) if roots and draw(st.booleans()) else draw(machine.tensors)
+        for _ in range(draw(st.integers(1, 3)))
+    ]
+
+
+def _nonzero(by_device: Mapping[str, int]) -> dict[str, int]:
+    return {device: n for device, n in by_device.items() if n}
+
+
+def _keywords(kwargs: Mapping[str, object]) -> str:
+    return ", ".join(f"{key}={value!r}" for key, value in kwargs.items())

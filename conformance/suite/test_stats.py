@@ -1,0 +1,91 @@
+"""STATS-*: stats, counters and conservation (SPEC.md, "STATS").
+
+The contents machine checks stats(), len, the counters, conservation and the
+bytes after every call; the direct tests pin construction, the purity of each
+observer, and the shape of stats() with every device in use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sessionstate.conformance import allocations
+from sessionstate.conformance.checks import calling, check_bytes, check_equal
+from sessionstate.conformance.machine import (
+    STATS_KEYS,
+    ContentsMachine,
+    check_construction,
+    run_machine,
+)
+
+OBSERVERS = {
+    "in": lambda manager: "a" in manager,
+    "len": len,
+    "stats": lambda manager: manager.stats(),
+    "nbytes_by_device": lambda manager: manager.nbytes_by_device(),
+}
+
+
+@pytest.mark.clause(*ContentsMachine.CLAUSES)
+def test_contents_machine(subject: Any) -> None:
+    """Sessions holding shared data: stats(), counters and bytes agree with the model."""
+    run_machine(ContentsMachine, subject)
+
+
+@pytest.mark.clause("STATS-1")
+@pytest.mark.parametrize(
+    ("max_sessions", "byte_budget"), [(1, None), (64, None), (3, 0), (5, 2**33)]
+)
+def test_construction_stores_arguments(subject: Any, max_sessions: int, byte_budget: Any) -> None:
+    """max_sessions and byte_budget are stored as given; hits, misses, evictions start at 0."""
+    call = f"make_manager(max_sessions={max_sessions}, byte_budget={byte_budget})"
+    with calling("STATS-1", call):
+        manager = subject.make_manager(max_sessions=max_sessions, byte_budget=byte_budget)
+    check_construction(manager, max_sessions, byte_budget, f"after {call}")
+
+
+@pytest.mark.clause("STATS-4")
+@pytest.mark.parametrize("observer", list(OBSERVERS))
+def test_observer_changes_neither_counters_nor_order(subject: Any, observer: str) -> None:
+    """Observing the least recent session neither counts nor saves it from the next eviction."""
+    with calling("STATS-4", f"get_or_create_session('a'), ('b'), then {observer} x3"):
+        manager = subject.make_manager(max_sessions=2, byte_budget=None)
+        manager.get_or_create_session("a")
+        manager.get_or_create_session("b")
+        for _ in range(3):
+            OBSERVERS[observer](manager)
+        counters = (manager.hits, manager.misses, manager.evictions)
+        manager.get_or_create_session("c")
+        left = ["a" in manager, "b" in manager]
+    when = f"after get_or_create_session('a'), ('b') and {observer} x3"
+    check_equal(counters, (0, 2, 0), "STATS-4", "(hits, misses, evictions)", when)
+    check_equal(
+        left,
+        [False, True],
+        "STATS-4",
+        "['a' in manager, 'b' in manager]",
+        f"{when}, then ('c'): 'a' was least recently used",
+    )
+
+
+@pytest.mark.clause("STATS-2", "STATS-3")
+def test_stats_shape_with_every_device(subject: Any) -> None:
+    """One buffer per device (and a NumPy array): stats() keys, order, total and per-device bytes."""
+    helds = [allocations.allocate(d, (2, 3)) for d in reversed(allocations.available_devices())]
+    helds.append(allocations.allocate("cpu", (4,), numpy=True))
+    with calling("STATS-2", "get_or_create_session('a'), put('frames', buffer), append(...)"):
+        manager = subject.make_manager(max_sessions=2, byte_budget=None)
+        buffer = manager.get_or_create_session("a").put("frames", subject.make_buffer())
+        for held in helds:
+            buffer.append(held.value)
+        stats = manager.stats()
+    expected = allocations.expected_bytes(helds)
+    devices = [f"nbytes:{d}" for d in sorted(expected)]
+    present = [k for k in stats if k.startswith("nbytes:") and stats[k]]
+    check_equal(list(stats)[: len(STATS_KEYS)], list(STATS_KEYS), "STATS-2", "list(stats())[:6]")
+    check_equal(present, devices, "STATS-2", "nonzero nbytes:<device> keys in order")
+    check_equal(stats["total_nbytes"], sum(expected.values()), "STATS-2", "stats()['total_nbytes']")
+    observed = {k.removeprefix("nbytes:"): v for k, v in stats.items() if k.startswith("nbytes:")}
+    check_bytes(observed, expected, "STATS-3", "stats() nbytes:<device>", f"holding {helds}")

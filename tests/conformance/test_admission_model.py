@@ -1,0 +1,176 @@
+"""The suite's admission model and machine (``sessionstate.conformance.admission``), by hand.
+
+The model is checked against worked examples from SPEC ADMIT; the machines are checked to
+pass the reference and the zoo's baseline and to catch every ``admit_*`` zoo subject for
+the clause it plants (in process, without shrinking: ``tests/zoo`` runs the full suite on
+each in its own process).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pytest
+from hypothesis import Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from sessionstate.conformance.admission import (
+    AdmissionModel,
+    DefaultManagerMachine,
+    Outcome,
+    RefusingManagerMachine,
+    Same,
+    non_positive,
+    outcome_of,
+    refusal,
+    session_key,
+)
+from sessionstate.conformance.checks import ClauseFailure
+from sessionstate.fixtures.zoo import module_names
+
+MACHINES = [RefusingManagerMachine, DefaultManagerMachine]
+
+
+def _counters(model: AdmissionModel) -> tuple[int, int, int, int]:
+    return model.hits, model.misses, model.evictions, model.drops
+
+
+def _conserved(model: AdmissionModel) -> bool:
+    return model.misses == len(model) + model.evictions + model.drops
+
+
+class TestSessionKey:
+    @pytest.mark.parametrize(
+        ("session_id", "key"),
+        [(None, "default"), ("", "default"), (0, "default"), (7, "7"), ("a", "a")],
+    )
+    def test_falsy_ids_are_default_and_others_stringified(
+        self, session_id: object, key: str
+    ) -> None:
+        """KEY-1, KEY-2."""
+        assert session_key(session_id) == key
+
+
+class TestAdmissionModel:
+    def test_refusing_model_refuses_at_the_cap_and_changes_nothing(self) -> None:
+        """ADMIT-1..3: below the cap a miss is admitted; at it, refused with no trace."""
+        model = AdmissionModel(2, evict_when_full=False)
+        assert [model.get_or_create(i) for i in ("a", None)] == [Outcome("miss")] * 2
+        assert model.get_or_create("a") == Outcome("hit")
+        assert model.get_or_create("c") == Outcome("refused")
+        assert model.get_or_create("") == Outcome("hit")  # "" is the resident "default"
+        assert (model.order, _counters(model)) == (["a", "default"], (2, 2, 0, 0))
+
+    def test_evicting_model_evicts_least_recently_used(self) -> None:
+        """ADMIT-10 (LRU-3, LRU-4): a hit refreshes; the newcomer is never the victim."""
+        model = AdmissionModel(2)
+        for session_id in ("a", "b", "a"):
+            model.get_or_create(session_id)
+        assert model.get_or_create("c") == Outcome("miss", ("b",))
+        assert (model.order, _counters(model)) == (["a", "c"], (1, 3, 1, 0))
+
+    def test_drop_makes_room_and_an_absent_drop_does_not(self) -> None:
+        """ADMIT-5."""
+        model = AdmissionModel(1, evict_when_full=False)
+        model.get_or_create("a")
+        assert model.drop("x") is False
+        assert model.get_or_create("b") == Outcome("refused")
+        assert model.drop("a") is True
+        assert model.get_or_create("b") == Outcome("miss")
+        assert (model.order, _counters(model), _conserved(model)) == (["b"], (0, 2, 0, 1), True)
+
+    @pytest.mark.parametrize(("new", "raised", "cap"), [(4, True, 4), (3, False, 3), (1, False, 3)])
+    def test_raise_max_sessions_only_raises(self, new: int, raised: bool, cap: int) -> None:
+        """ADMIT-6."""
+        model = AdmissionModel(3)
+        assert (model.raise_max_sessions(new), model.max_sessions) == (raised, cap)
+
+    @pytest.mark.parametrize("new", [0, -1])
+    def test_non_positive_caps_are_rejected(self, new: int) -> None:
+        """ADMIT-7 and LRU-8, with the message the spec names."""
+        with pytest.raises(ValueError, match="max_sessions must be positive"):
+            AdmissionModel(3).raise_max_sessions(new)
+        with pytest.raises(ValueError, match="max_sessions must be positive"):
+            AdmissionModel(new)
+
+    def test_raised_cap_admits_and_flag_switches_policy(self) -> None:
+        """ADMIT-8, ADMIT-11: a raise admits more; a flip applies to the next miss."""
+        model = AdmissionModel(1, evict_when_full=False)
+        model.get_or_create("a")
+        model.raise_max_sessions(2)
+        assert [model.get_or_create(i).kind for i in ("b", "c")] == ["miss", "refused"]
+        model.set_evict_when_full(True)
+        assert model.get_or_create("c") == Outcome("miss", ("a",))
+        assert (model.flipped, model.initial_max_sessions, model.order) == (True, 1, ["b", "c"])
+        assert "evict_when_full=True" in model.describe()
+
+
+class TestExpectations:
+    def test_refusal_matches_by_message_not_class(self) -> None:
+        """ADMIT-1: any exception class; the message must name the normalised key."""
+
+        class SessionAdmissionError(Exception):
+            pass
+
+        assert refusal(None) == RuntimeError("cannot admit session 'default': full")
+        assert refusal("d") == SessionAdmissionError("cannot admit session 'd'")
+        assert refusal("d") != SessionAdmissionError("manager full")
+        assert refusal("d") != object()
+        assert repr(refusal("d")) == "SessionAdmissionError(\"cannot admit session 'd'\")"
+
+    def test_non_positive_needs_a_value_error(self) -> None:
+        assert non_positive() == ValueError("max_sessions must be positive, got 0")
+        assert non_positive() != RuntimeError("max_sessions must be positive")
+
+    def test_same_is_identity(self) -> None:
+        held = [1]
+        assert Same(held) == held
+        assert Same(held) != [1]
+
+    def test_outcome_of_returns_errors_but_passes_clause_failures(self) -> None:
+        assert outcome_of(lambda: 3) == 3
+        assert isinstance(outcome_of(lambda: int("x")), ValueError)
+
+        def fails() -> None:
+            raise ClauseFailure("ADMIT-12", "re-entered [ADMIT-12]")
+
+        with pytest.raises(ClauseFailure):
+            outcome_of(fails)
+
+
+def _subject(target: str) -> Any:
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "target",
+    ["sessionstate.fixtures.reference_subject:subject", "sessionstate.fixtures.zoo._kit:baseline"],
+)
+def test_machines_pass_correct_subjects(machine: Any, target: str) -> None:
+    """No false alarm: both machines accept the reference and the zoo's bug-free kit."""
+    subject = _subject(target)
+    run_state_machine_as_test(lambda: machine(subject))
+
+
+ADMIT_ZOO = [name for name in module_names() if name.startswith("admit_")]
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=lambda m: m.__name__)
+@pytest.mark.parametrize("name", ADMIT_ZOO)
+def test_machines_catch_admit_zoo(machine: Any, name: str) -> None:
+    """Each machine alone finds each planted admission bug and names a clause in KILLS.
+
+    The default machine reaches ``admit_evicts_anyway`` only through setting
+    ``evict_when_full = False``, so it reports ADMIT-11 (the flag is not honoured).
+    """
+    module = importlib.import_module(f"sessionstate.fixtures.zoo.{name}")
+    no_shrink = settings(settings.default, phases=[p for p in Phase if p is not Phase.shrink])
+    with pytest.raises(ClauseFailure) as caught:
+        run_state_machine_as_test(lambda: machine(module.subject), settings=no_shrink)
+    expected = set(module.KILLS)
+    if machine is DefaultManagerMachine and name == "admit_evicts_anyway":
+        expected = {"ADMIT-11"}
+    assert caught.value.clause in expected, str(caught.value)

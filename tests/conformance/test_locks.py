@@ -1,0 +1,256 @@
+"""The LOCK machinery: instrumented locks (``conformance/locks.py``), the watchdog
+(``conformance/watchdog.py``), and the exact failures the LOCK suite reports for
+subjects with one locking bug each."""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from sessionstate.conformance import Subject, watchdog
+from sessionstate.conformance.checks import ClauseFailure
+from sessionstate.conformance.locks import (
+    CountingFactory,
+    LockReentered,
+    RecordingLock,
+    fast_switching,
+    perturbed,
+)
+from sessionstate.conformance.suite import test_lock as suite
+from sessionstate.conformance.watchdog import InFlight, call_within, run_threads_within
+from sessionstate.fixtures.reference_subject import subject as reference
+from sessionstate.fixtures.zoo import lock_contains_unlocked, lock_stats_reentrant
+from sessionstate.reference import SessionStateManager
+
+
+def outer(lock: RecordingLock) -> None:
+    with lock:
+        inner(lock)
+
+
+def inner(lock: RecordingLock) -> None:
+    with lock:
+        pass
+
+
+class TestCountingFactory:
+    def test_counts_calls_and_keeps_what_it_made(self) -> None:
+        factory = CountingFactory()
+        first, second = factory(), factory()
+        assert (factory.calls, factory.made) == (2, [first, second])
+        assert type(first) is type(threading.Lock())
+
+
+class TestRecordingLock:
+    def test_supports_only_the_context_manager_protocol(self) -> None:
+        lock = RecordingLock()
+        assert [hasattr(lock, name) for name in ("acquire", "release", "locked")] == [False] * 3
+
+    def test_counts_enters_and_exits_and_knows_when_held(self) -> None:
+        lock = RecordingLock()
+        with lock:
+            assert lock.held
+        with lock:
+            pass
+        assert (lock.enters, lock.exits, lock.held, lock.reentries) == (2, 2, False, [])
+
+    def test_reentry_raises_at_once_and_records_the_route(self) -> None:
+        lock = RecordingLock(reentry="raise")
+        with pytest.raises(LockReentered, match="via outer -> inner"):
+            call_within("LOCK-3", "outer()", functools.partial(outer, lock))
+        assert [(r.thread, r.path) for r in lock.reentries] == [
+            ("watchdog:outer()", ("outer", "inner"))
+        ]
+        assert (lock.enters, lock.exits, lock.held) == (1, 1, False)
+
+    def test_allowed_reentry_nests_and_is_recorded(self) -> None:
+        lock = RecordingLock(reentry="allow")
+        call_within("LOCK-2", "outer()", functools.partial(outer, lock))
+        assert (lock.enters, lock.exits, lock.held) == (2, 2, False)
+        assert [r.describe() for r in lock.reentries] == ["outer -> inner"]
+
+    def test_excludes_other_threads(self) -> None:
+        lock, order = RecordingLock(yield_after_release=True), []
+
+        def contender() -> None:
+            with lock:
+                order.append("contender")
+
+        with lock:
+            thread = threading.Thread(target=contender)
+            thread.start()
+            thread.join(0.2)
+            order.append("holder")
+        thread.join(5)
+        assert order == ["holder", "contender"]
+
+    def test_exit_by_a_thread_that_does_not_hold_it_raises(self) -> None:
+        lock = RecordingLock()
+        with pytest.raises(RuntimeError, match="does not hold it"):
+            lock.__exit__(None, None, None)
+
+    def test_factory_builds_configured_locks(self) -> None:
+        make = RecordingLock.factory(reentry="allow")
+        first, second = make(), make()
+        assert first is not second
+        call_within("LOCK-2", "outer()", functools.partial(outer, first))
+        assert first.enters == 2
+
+
+class TestPerturbed:
+    def test_runs_the_work_with_a_hook_and_removes_it(self) -> None:
+        seen: list[object] = []
+        perturbed(lambda: seen.append(sys.getprofile()), "seed", 1.0)()
+        assert seen[0] is not None and sys.getprofile() is None
+
+    def test_propagates_exceptions(self) -> None:
+        with pytest.raises(ZeroDivisionError):
+            perturbed(lambda: 1 / 0, "seed", 0.5)()
+        assert sys.getprofile() is None
+
+
+class TestFastSwitching:
+    def test_sets_and_restores_the_switch_interval(self) -> None:
+        before = sys.getswitchinterval()
+        with pytest.raises(ZeroDivisionError), fast_switching(1e-5):
+            assert sys.getswitchinterval() == pytest.approx(1e-5)
+            _ = 1 / 0
+        assert sys.getswitchinterval() == before
+
+
+class TestWatchdog:
+    def test_returns_the_result_and_reraises_the_exception(self) -> None:
+        assert call_within("LOCK-2", "len(manager)", lambda: 3) == 3
+        error = KeyError("a")
+
+        def raise_it() -> None:
+            raise error
+
+        with pytest.raises(KeyError) as caught:
+            call_within("LOCK-2", "drop_session('a')", raise_it)
+        assert caught.value is error
+
+    def test_a_hang_fails_the_clause_naming_the_call(self) -> None:
+        release = threading.Event()
+        started = time.monotonic()
+        with pytest.raises(ClauseFailure) as caught:
+            call_within("LOCK-3", "stats()", release.wait, seconds=0.2)
+        release.set()
+        assert str(caught.value) == "stats() did not return within 0.2 s (deadlock?) [LOCK-3]"
+        assert (caught.value.clause, time.monotonic() - started < 2) == ("LOCK-3", True)
+
+    def test_threads_start_together_and_report_what_escaped(self) -> None:
+        together = threading.Barrier(3, timeout=2)
+
+        def work() -> None:
+            together.wait()  # breaks unless all three run at once
+
+        def boom() -> None:
+            together.wait()
+            raise ValueError("boom")
+
+        errors = run_threads_within("LOCK-4", [work, work, boom], InFlight())
+        assert [(name, repr(e)) for name, e in errors] == [("thread 2", "ValueError('boom')")]
+
+    def test_threads_that_hang_are_named_with_their_call(self) -> None:
+        inflight, release = InFlight(), threading.Event()
+
+        def stuck() -> None:
+            with inflight.call("stats()"):
+                release.wait()
+
+        with pytest.raises(ClauseFailure) as caught:
+            run_threads_within("LOCK-4", [lambda: None, stuck], inflight, seconds=0.2)
+        release.set()
+        assert str(caught.value) == (
+            "thread 1: stats() did not return within 0.2 s (deadlock?) [LOCK-4]"
+        )
+
+
+# The suite on subjects with one locking bug: the exact first line each reports.
+
+
+class AcquiringManager(SessionStateManager):
+    """Uses the lock's acquire/release instead of ``with lock:`` in ``__len__``."""
+
+    def __len__(self) -> int:
+        self._lock.acquire()  # type: ignore[attr-defined]
+        try:
+            return len(self._sessions)
+        finally:
+            self._lock.release()  # type: ignore[attr-defined]
+
+
+class TwoLockManager(SessionStateManager):
+    """Builds a second lock from the factory, for stats()."""
+
+    def __init__(self, max_sessions: int = 64, byte_budget: Any = None, lock_factory: Any = None):
+        super().__init__(max_sessions, byte_budget, lock_factory or threading.Lock)
+        self._stats_lock = (lock_factory or threading.Lock)()
+
+
+def first_line(test: Any, subject: Subject) -> str:
+    with pytest.raises(ClauseFailure) as caught:
+        test(subject)
+    return str(caught.value).splitlines()[0]
+
+
+def test_lock1_names_a_lock_used_through_acquire() -> None:
+    subject = Subject(name="acquiring", manager_factory=AcquiringManager)
+    assert first_line(suite.test_lock_is_used_only_as_a_context_manager, subject) == (
+        "len(manager) raised AttributeError(\"'RecordingLock' object has no attribute "
+        "'acquire'\") [LOCK-1]"
+    )
+
+
+def test_lock1_counts_a_second_factory_call() -> None:
+    subject = Subject(name="two locks", manager_factory=TwoLockManager)
+    assert first_line(suite.test_lock_factory_is_called_once_per_manager, subject) == (
+        "lock_factory calls=2, but should be 1 [LOCK-1: after constructing one manager]"
+    )
+
+
+def test_lock2_names_the_call_that_skipped_the_lock() -> None:
+    assert (
+        first_line(suite.test_every_table_method_enters_the_lock, lock_contains_unlocked.subject)
+        == "lock entries during 'a' in manager=0, but should be at least 1 [LOCK-2]"
+    )
+
+
+def test_lock3_names_the_route_back_into_the_lock() -> None:
+    assert first_line(
+        suite.test_non_reentrant_lock_is_never_reentered, lock_stats_reentrant.subject
+    ) == (
+        "nested lock entries during stats() (via stats -> nbytes_by_device)=1, but should be 0 "
+        "[LOCK-3: a threading.Lock deadlocks there]"
+    )
+
+
+def test_lock3_deadlock_is_reported_not_hung(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(watchdog, "DEFAULT_SECONDS", 0.3)
+    assert (
+        first_line(
+            suite.test_every_method_returns_with_a_threading_lock, lock_stats_reentrant.subject
+        )
+        == "stats() did not return within 0.3 s (deadlock?) [LOCK-3]"
+    )
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        suite.test_lock_factory_is_called_once_per_manager,
+        suite.test_lock_is_used_only_as_a_context_manager,
+        suite.test_nullcontext_is_a_valid_lock_factory,
+        suite.test_every_table_method_enters_the_lock,
+        suite.test_non_reentrant_lock_is_never_reentered,
+        suite.test_every_method_returns_with_a_threading_lock,
+    ],
+)
+def test_reference_passes_the_single_threaded_checks(test: Any) -> None:
+    test(reference)

@@ -1,0 +1,44 @@
+"""A correct implementation of a different design passes every clause (no false positives).
+
+``sessionstate.fixtures.alternative_manager`` shares no code with the reference
+manager: a linked-list LRU over a plain dict, an RLock by default, its own
+sessions, buffers, accounting and config resolver. If the suite had quietly
+learnt the reference's internals, this is where it would show.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from sessionstate.conformance.clauses import all_clauses
+from sessionstate.fixtures import alternative_manager
+from sessionstate.fixtures.alternative_manager import AlternativeManager
+
+TARGET = "sessionstate.fixtures.alternative_manager:subject"
+#: The groups whose clauses need only the hooks the alternative provides; OBJ
+#: and ADAPT test state-object and adapter specs, which it does not bring.
+CORE_GROUPS = ("KEY", "LRU", "RESET", "DROP", "ACCT", "STATS", "ENV", "LOCK", "ADMIT")
+
+
+def test_alternative_passes_every_clause(run_check: Any) -> None:
+    """Verdict conformant, even with --strict, and every core clause actually passed."""
+    run = run_check(TARGET, strict=True)
+    core = [cid for cid, c in all_clauses().items() if c.group in CORE_GROUPS]
+    outcomes = run.outcomes()
+    assert run.report["verdict"] == "conformant", run.describe()
+    assert {cid: outcomes[cid] for cid in core} == dict.fromkeys(core, "passed"), run.describe()
+    assert [o for o in outcomes.values() if o not in ("passed", "skipped")] == [], run.describe()
+    assert run.returncode == 0, run.describe()
+
+
+def test_alternative_is_a_different_design() -> None:
+    """What makes the check meaningful: no OrderedDict table, an RLock, no reference imports."""
+    manager = AlternativeManager(max_sessions=2)
+    assert not any(isinstance(v, OrderedDict) for v in vars(manager).values())
+    assert type(manager._guard).__name__ == "RLock"
+    source = Path(alternative_manager.__file__).read_text(encoding="utf-8")
+    imports = [line for line in source.splitlines() if "sessionstate.reference" in line]
+    # StateObject is the abstract interface its buffer implements; nothing else.
+    assert imports == ["from sessionstate.reference import StateObject"]
