@@ -11,7 +11,8 @@ to and what every session object ever created should hold, wherever it went
 They never decide pass or fail: when the subject disagrees with the model,
 ``suspect`` replays the trace of everything observed so far on each of them,
 and the first that explains all of it names the clause that was broken (a
-hit that does not refresh order is LRU-3, not "a wrong victim").
+hit that does not refresh order is LRU-3, not "a wrong victim"). ``key_clause``
+names the KEY clause a grouping of ids breaks.
 """
 
 from __future__ import annotations
@@ -61,8 +62,9 @@ class Semantics:
 SPEC = Semantics()
 
 
-#: (clause, semantics) in the order they are blamed when several fit; key
-#: normalisation suspects are learned from the subject (``key_suspect``).
+#: (clause, semantics) in the order they are blamed when several fit. Key
+#: normalisation suspects are learned from the subject itself
+#: (``machine.key_suspects``): there are too many ways to group ids wrongly.
 SUSPECTS: tuple[tuple[str, Semantics], ...] = (
     ("LRU-3", Semantics(hit_refreshes=False)),
     ("STATS-4", Semantics(contains_refreshes=True)),
@@ -70,7 +72,7 @@ SUSPECTS: tuple[tuple[str, Semantics], ...] = (
 
 
 def slot(session_id: object) -> tuple[type, object]:
-    # 0 == False and hash alike: keep the type so each id has its own slot.
+    """A dict key for ``session_id`` itself: 0 == False, so the type is kept."""
     return type(session_id), session_id
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 __all__ = ["DEFAULT_PROFILE", "PROFILES", "load_profile"]
@@ -20,6 +20,9 @@ PROFILES = ("quick", "ci", "deep", "mutation")
 
 _COMMON = {
     "deadline": None,
+    # The explain phase re-runs a failing machine many times to annotate lines
+    # (26 s against 2 s on one zoo subject); the shrunk program is the report.
+    "phases": [p for p in Phase if p is not Phase.explain],
     "print_blob": True,
     "report_multiple_bugs": False,
     "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],

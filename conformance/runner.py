@@ -55,9 +55,22 @@ def validate(options: CheckOptions) -> None:
         if cid not in known and cid not in groups:
             hint = _did_you_mean(cid, [*known, *groups])
             raise UsageError(f"unknown clause or group {cid!r}{hint}; see 'sessionstate spec'")
-    load_subject(options.target)
+    _check_specs(load_subject(options.target))
     if options.expectations:
         parse_expectations(options.expectations)
+
+
+def _check_specs(subject: Any) -> None:
+    from .adapters import AdapterSpec
+    from .state_objects import StateObjectSpec
+
+    for field_name, kind in (("state_objects", StateObjectSpec), ("adapters", AdapterSpec)):
+        for index, spec in enumerate(getattr(subject, field_name)):
+            if not isinstance(spec, kind):
+                raise UsageError(
+                    f"subject {subject.name!r}: {field_name}[{index}] is a "
+                    f"{type(spec).__name__}, not a {kind.__name__}"
+                )
 
 
 def pytest_arguments(options: CheckOptions, json_path: str) -> list[str]:
@@ -105,6 +118,12 @@ def run_check(options: CheckOptions) -> int:
         status = pytest.main(pytest_arguments(options, json_path))
         if status in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
             print(f"sessionstate check: error: pytest exited with {status!r}", file=sys.stderr)
+            return EXIT_USAGE
+        if status == pytest.ExitCode.INTERRUPTED:
+            # Collection errors (or Ctrl-C): some clauses were never run, so
+            # no verdict can be given.
+            print("sessionstate check: error: the suite was interrupted before it ran "
+                  "(collection error?); see the output above", file=sys.stderr)  # fmt: skip
             return EXIT_USAGE
         if not Path(json_path).exists():
             print(f"sessionstate check: error: the suite did not run ({status!r})", file=sys.stderr)

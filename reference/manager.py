@@ -81,7 +81,7 @@ class SessionStateManager:
                 self._sessions.move_to_end(key)
                 return session
             if not self.evict_when_full and len(self._sessions) >= self.max_sessions:
-                # A refused miss changes nothing, counters included (SPEC ADMIT-2).
+                # A refused miss changes nothing, counters included (SPEC ADMIT-2, ADMIT-3).
                 raise SessionAdmissionError(key, self.max_sessions)
             self.misses += 1
             session = self._sessions[key] = SessionState()

@@ -28,7 +28,8 @@ from sessionstate.conformance.checks import calling, check, check_equal
 
 
 def _manager(subject: Any, max_sessions: int, **kwargs: Any) -> Any:
-    call = f"SessionStateManager(max_sessions={max_sessions}, {kwargs})"
+    args = "".join(f", {name}={value!r}" for name, value in kwargs.items())
+    call = f"SessionStateManager(max_sessions={max_sessions}, byte_budget=None{args})"
     with calling("ADMIT-11" if kwargs else "ADMIT-10", call):
         return subject.make_manager(max_sessions=max_sessions, byte_budget=None, **kwargs)
 
@@ -71,7 +72,7 @@ def _check_marks(sessions: dict[str, Any], clause: str, when: str) -> None:
 
 
 def _check_eviction_order(manager: Any, order: list[str], clause: str, when: str) -> None:
-    """Set evict_when_full, then admit one newcomer per resident: each evicts the next in order."""
+    """On a full table, set evict_when_full; then each newcomer evicts the next of ``order``."""
     _set_flag(manager, True)
     for n in range(len(order)):
         _admit(manager, f"new{n}", clause="ADMIT-11")

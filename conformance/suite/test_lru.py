@@ -17,16 +17,19 @@ from sessionstate.conformance.machine import ManagerMachine, OrderMachine, repla
 
 G, D, C = "get_or_create_session", "drop_session", "contains"
 
-#: (intended clause, max_sessions, program)
+#: (intended clause, max_sessions, program). Each starts with what a more basic
+#: bug breaks first (a plain eviction), so a subject fails the program at
+#: the clause it actually breaks: a hit-then-miss alone cannot tell LRU-3
+#: from an eviction of the most recent session.
 PROGRAMS = [
     ("LRU-1", 3, [(G, "a"), (G, "a"), (G, "b"), (G, "a")]),
     ("LRU-2", 3, [(G, "a"), (G, "b"), (G, "c")]),
-    ("LRU-3", 2, [(G, "a"), (G, "b"), (G, "a"), (G, "c"), (C, "a"), (C, "b")]),
+    ("LRU-3", 2, [(G, "a"), (G, "b"), (G, "c"), (G, "b"), (G, 7), (C, "b"), (C, "c")]),
     ("LRU-4", 1, [(G, "a"), (G, "b"), (C, "a"), (C, "b")]),
     ("LRU-4", 3, [(G, "a"), (G, "b"), (G, "c"), (G, "default"), (G, "a"), (G, "b")]),
     ("LRU-6", 1, [(G, "a"), (G, "b"), (G, "a"), (G, "b")]),
     ("LRU-7", 2, [(G, "a"), (G, "b"), (G, "c"), (G, "a"), (G, "b"), (G, "c")]),
-    ("STATS-4", 2, [(G, "a"), (G, "b"), (C, "a"), (C, "b"), (C, "a"), (G, "c")]),
+    ("STATS-4", 2, [(G, "a"), (G, "b"), (G, "c"), (C, "b"), (C, "b"), (G, 7), (C, "c")]),
 ]
 
 

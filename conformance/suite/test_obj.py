@@ -157,7 +157,7 @@ class StateObjectMachine(RuleBasedStateMachine):
         return None
 
     def _expect_error(
-        self, call: str, thunk: Callable[[], Any], error: type[Exception], clause: str
+        self, call: str, thunk: Callable[[], Any], error: type[Exception], clause: str, when: str
     ) -> None:
         self.last = call
         try:
@@ -168,7 +168,7 @@ class StateObjectMachine(RuleBasedStateMachine):
             raised: str | None = type(other).__name__
         else:
             raised = None
-        check_equal(raised, error.__name__, clause, f"exception from {call}")
+        check_equal(raised, error.__name__, clause, f"exception from {call}", when)
 
     def _draw_payload(self, data: Any) -> tuple[Any, str]:
         payload = data.draw(self.payloads, label="payload")
@@ -218,7 +218,8 @@ class StateObjectMachine(RuleBasedStateMachine):
         kwargs = {**data.draw(self.kwargs, label="kwargs"), UNKNOWN_KEYWORD: 1}
         before = self._snapshot("OBJ-7")
         call = f"allocate({_keywords(kwargs)})"
-        self._expect_error(call, lambda: self.obj.allocate(**kwargs), TypeError, "OBJ-7")
+        thunk = lambda: self.obj.allocate(**kwargs)  # noqa: E731
+        self._expect_error(call, thunk, TypeError, "OBJ-7", "an unknown keyword")
         self._check_unchanged(before, "OBJ-7")
 
     @rule(data=st.data())
@@ -270,7 +271,10 @@ class StateObjectMachine(RuleBasedStateMachine):
     def evict(self) -> None:
         if not self.spec.evictable:
             before = self._snapshot("OBJ-6")
-            self._expect_error("evict()", lambda: self.obj.evict(), RuntimeError, "OBJ-6")
+            thunk = lambda: self.obj.evict()  # noqa: E731
+            self._expect_error(
+                "evict()", thunk, RuntimeError, "OBJ-6", "the spec says evictable=False"
+            )
             self.last = "evict() of a never-evictable object"
             self._check_unchanged(before, "OBJ-6")
             return

@@ -149,7 +149,7 @@ class TestZoo:
             r"evict\(\)=0, but should be (\d+) \[OBJ-6: with \1 bytes held\]", message
         )
         program = "\n".join(getattr(failure, "__notes__", []))
-        assert "state.allocate(data=data(...))" in program and "state.evict()" in program
+        assert "state.start(data=data(...))" in program and "state.evict()" in program
         assert re.search(r"buf\d+ = torch\.zeros\(\(\d", program), program
         assert re.search(r"payload = \{'k': buf\d+", program), program
 

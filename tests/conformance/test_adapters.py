@@ -1,0 +1,340 @@
+"""The ADAPT machinery: Op, AdapterSpec, bit-for-bit comparison, the memory walk, the
+differential machine, the rollout example and the adapt_ zoo (each in its own process)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import run_state_machine_as_test
+
+from sessionstate.conformance import AdapterSpec, Op, UsageError
+from sessionstate.conformance.adapters import AdapterMachine, Call
+from sessionstate.conformance.bitwise import (
+    Raised,
+    bit_difference,
+    bytes_by_device,
+    reachable_memory,
+)
+from sessionstate.conformance.checks import ClauseFailure
+from sessionstate.fixtures import rollout_example
+from sessionstate.fixtures.rollout_example import ROLLOUT_SPEC, RolloutStateAdapter
+from sessionstate.fixtures.zoo import ZOO, ZooEntry
+
+ADAPT_ZOO = [entry for entry in ZOO if entry.name.startswith("adapt_")]
+
+
+def _op(name: str) -> Op:
+    return next(op for op in ROLLOUT_SPEC.operations if op.name == name)
+
+
+class _Box:
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+
+    def push(self, item: Any) -> int:
+        self.items.append(item)
+        return len(self.items)
+
+    def fail(self) -> None:
+        raise KeyError("boom")
+
+
+class TestOp:
+    def test_rejects_a_value_that_is_not_a_strategy(self) -> None:
+        """A constant where a strategy belongs is a usage error naming the fix."""
+        with pytest.raises(UsageError, match=r"Op\('push', \.\.\.\) got 3, not a Hypothesis"):
+            Op("push", 3)  # type: ignore[arg-type]
+
+    @given(st.data())
+    def test_calls_draw_from_the_strategies(self, data: st.DataObject) -> None:
+        """Positional and keyword strategies become the call's args and kwargs."""
+        op = Op("push", st.just(7), extra=st.just("x"))
+        call = data.draw(op.calls())
+        assert (call.op, call.args, call.kwargs) == (op, (7,), {"extra": "x"})
+
+    def test_calls_strategy_is_built_once(self) -> None:
+        """The machine draws every step; rebuilding (and revalidating) it would be slow."""
+        op = Op("push", st.just(1))
+        assert op.calls() is op.calls()
+
+    def test_set_writes_an_attribute(self) -> None:
+        box = _Box()
+        assert Call(Op.set("label", st.just("a")), ("a",), {}).apply(box) is None
+        assert box.label == "a"  # type: ignore[attr-defined]
+
+    def test_apply_returns_the_result_or_the_exception(self) -> None:
+        box = _Box()
+        assert Call(Op("push"), (5,), {}).apply(box) == 1
+        raised = Call(Op("fail"), (), {}).apply(box)
+        assert isinstance(raised, Raised) and isinstance(raised.error, KeyError)
+
+    def test_apply_hands_each_side_its_own_copy(self) -> None:
+        """What one side stores (or mutates) is never the other side's object."""
+        payload = torch.zeros(2)
+        first, second = _Box(), _Box()
+        call = Call(Op("push"), (payload,), {})
+        call.apply(first)
+        call.apply(second)
+        first.items[0].add_(1)
+        assert first.items[0] is not payload and second.items[0] is not payload
+        assert torch.equal(second.items[0], torch.zeros(2))
+
+    def test_reprs_read_as_python(self) -> None:
+        assert repr(Call(Op("push"), (5,), {"tag": "a"})) == "push(5, tag='a')"
+        assert repr(Call(Op.set("label", st.just(1)), (1,), {})) == "setattr('label', 1)"
+        assert repr(Op.set("label", st.just(1))) == "Op.set('label', ...)"
+
+
+class TestAdapterSpec:
+    def _spec(self, **changes: Any) -> AdapterSpec:
+        fields: dict[str, Any] = {
+            "name": "box",
+            "bespoke_factory": _Box,
+            "adapter_factory": lambda manager, session_id: _Box(),
+            "operations": [Op("push", st.integers())],
+        }
+        return AdapterSpec(**{**fields, **changes})
+
+    @pytest.mark.parametrize(
+        ("changes", "message"),
+        [
+            ({"operations": []}, "operations must be a non-empty sequence of Op"),
+            ({"operations": ["push"]}, "operations must be a non-empty sequence of Op"),
+            ({"observe": [3]}, "observe entries must be attribute names or callables"),
+            ({"max_sessions": 0}, "max_sessions must be a positive int, got 0"),
+        ],
+    )
+    def test_rejects_malformed_fields(self, changes: dict[str, Any], message: str) -> None:
+        with pytest.raises(UsageError, match=message):
+            self._spec(**changes)
+
+    def test_session_pool_is_one_larger_than_the_capacity(self) -> None:
+        """With one id more than fit, touching every id evicts one."""
+        assert self._spec(max_sessions=3).session_ids() == (None, "s1", "s2", "s3")
+
+    def test_observers_label_attributes_and_callables(self) -> None:
+        def size(state: _Box) -> int:
+            return len(state.items)
+
+        spec = self._spec(observe=["items", size])
+        box = _Box()
+        box.push(1)
+        labels = [(label.format("adapter"), read(box)) for label, read in spec.observers()]
+        assert labels == [("adapter.items", [1]), ("size(adapter)", 1)]
+
+
+class TestBitDifference:
+    @pytest.mark.parametrize(
+        "value",
+        [
+            torch.tensor([1.0, float("nan"), 3.0], dtype=torch.bfloat16),
+            np.array([1.0, np.nan]),
+            {"a": [torch.arange(3), (np.arange(2), None)]},
+            deque([1, "x"]),
+            float("nan"),
+            Raised(ValueError("one")),
+        ],
+    )
+    def test_equal_copies_have_no_difference(self, value: Any) -> None:
+        """NaNs at the same places are equal; so are exceptions of one type."""
+        copy = Raised(ValueError("two")) if isinstance(value, Raised) else _copy(value)
+        assert bit_difference(copy, value) is None
+
+    @pytest.mark.parametrize(
+        ("observed", "expected", "found"),
+        [
+            (torch.zeros(2), torch.zeros(2, dtype=torch.float16), "value.dtype"),
+            (torch.zeros(2), torch.zeros(3), "value.shape"),
+            (torch.zeros(2, device="meta"), torch.zeros(2), "value.device"),
+            (torch.tensor([1, 2]), torch.tensor([1, 5]), "value[1]"),
+            (torch.tensor([float("nan"), 1.0]), torch.tensor([1.0, 1.0]), "isnan(value)[0]"),
+            (np.zeros(2, np.uint8), np.zeros(2, np.int8), "value.dtype"),
+            (np.array([[1, 2], [3, 4]]), np.array([[1, 2], [3, 5]]), "value[1, 1]"),
+            ([1, 2], (1, 2), "type(value)"),
+            ([1, 2], [1], "len(value)"),
+            ({"a": 1}, {"b": 1}, "value.keys()"),
+            ({"a": [torch.zeros(1)]}, {"a": [torch.ones(1)]}, "value['a'][0][0]"),
+            (Raised(KeyError()), Raised(ValueError()), "value"),
+            (Raised(KeyError()), None, "type(value)"),
+        ],
+    )
+    def test_reports_the_first_difference(self, observed: Any, expected: Any, found: str) -> None:
+        difference = bit_difference(observed, expected)
+        assert difference is not None and difference.path == found
+
+    def test_a_difference_names_both_sides(self) -> None:
+        difference = bit_difference(torch.tensor([1, 2]), torch.tensor([1, 5]))
+        assert str(difference) == "value[1] is 2, not 5"
+
+
+def _copy(value: Any) -> Any:
+    import copy
+
+    return copy.deepcopy(value)
+
+
+class TestReachableMemory:
+    def test_views_of_one_storage_count_once(self) -> None:
+        """Storage identity: a slice and a transpose of one buffer are one allocation."""
+        base = torch.zeros(4, 4)
+        found = reachable_memory([("x", [base[1:], {"t": base.t()}])])
+        assert bytes_by_device(found) == {"cpu": 64}
+        assert [m.path for m in found.values()] == ["x[0]"]
+
+    def test_meta_storages_count_separately(self) -> None:
+        """Every meta storage has data pointer 0; identity still tells them apart."""
+        found = reachable_memory(
+            [("x", (torch.empty(2, device="meta"), torch.empty(3, device="meta")))]
+        )
+        assert bytes_by_device(found) == {"meta": 20}
+
+    def test_numpy_views_count_their_owner(self) -> None:
+        owner = np.zeros((3, 4), np.uint8)
+        assert bytes_by_device(reachable_memory([("x", [owner[0], owner[1:]])])) == {"cpu": 12}
+
+    def test_objects_are_walked_and_stops_are_not_entered(self) -> None:
+        """__dict__ and __slots__ are walked; a stop object (a manager) is not."""
+
+        class Slotted:
+            __slots__ = ("tensor",)
+
+            def __init__(self) -> None:
+                self.tensor = torch.zeros(1)
+
+        box, stopped = _Box(), _Box()
+        box.items = [Slotted(), stopped]
+        stopped.items = [torch.zeros(100)]
+        found = reachable_memory([("box", box)], stop=[stopped])
+        assert [(m.path, m.nbytes) for m in found.values()] == [("box.items[0].tensor", 4)]
+
+    def test_cycles_terminate(self) -> None:
+        loop: list[Any] = [torch.zeros(2)]
+        loop.append(loop)
+        assert bytes_by_device(reachable_memory([("loop", loop)])) == {"cpu": 8}
+
+
+class TestAdapterMachine:
+    def _machine(self, adapter_factory: Any = RolloutStateAdapter) -> AdapterMachine:
+        subject = rollout_example.rollout_subject("under-test", adapter_factory)
+        return AdapterMachine(subject, subject.adapters[0])
+
+    @pytest.mark.parametrize("parity", [False, True])
+    def test_the_rollout_example_passes(self, parity: bool) -> None:
+        """The shipped example adapter is bit-equivalent to its bespoke state."""
+        run_state_machine_as_test(
+            lambda: AdapterMachine(rollout_example.subject, ROLLOUT_SPEC, parity=parity),
+            settings=settings(max_examples=20, stateful_step_count=10),
+        )
+
+    def test_a_stashed_tensor_fails_adapt_7_with_its_path(self) -> None:
+        """The adapter's own attribute holding a tensor is named, with its bytes."""
+        from sessionstate.fixtures.zoo.adapt_stashes_tensor import StashingAdapter
+
+        machine = self._machine(StashingAdapter)
+        call = Call(_op("prompt_embeds"), (torch.zeros(2, 3),), {})
+        with pytest.raises(ClauseFailure) as info:
+            machine.apply(None, [call], False)
+        assert (info.value.clause, str(info.value)) == (
+            "ADAPT-7",
+            "memory the adapter holds outside its SessionState="
+            "['adapter.prompt_embeds (24 bytes on cpu)'], but should be [] "
+            "[ADAPT-7: after adapter.prompt_embeds = ... on session None]",
+        )
+
+    def test_an_upcast_fails_adapt_2_showing_both_values(self) -> None:
+        from sessionstate.fixtures.zoo.adapt_upcasts_dtype import UpcastingAdapter
+
+        machine = self._machine(UpcastingAdapter)
+        chunk = rollout_example.latent_chunk((1, 1, 1, 1, 2), torch.float16, None)
+        with pytest.raises(ClauseFailure) as info:
+            machine.apply("s1", [Call(_op("append_video_latents"), (chunk,), {})], False)
+        assert (info.value.clause, str(info.value)) == (
+            "ADAPT-2",
+            "video_latents(adapter)=tensor([[[[[-1.0000, -0.5000]]]]]), but should be "
+            "tensor([[[[[-1.0000, -0.5000]]]]], dtype=torch.float16) [ADAPT-2: after "
+            "adapter.append_video_latents(...) on session 's1'; value.dtype is torch.float32, "
+            "not torch.float16]",
+        )
+
+    def test_a_held_adapter_survives_eviction(self) -> None:
+        """Holding, evicting and calling again on the example raises nothing."""
+        machine = self._machine()
+        frames = rollout_example.numbered_frames((3, 2, 2, 3), 0)
+        machine.apply("s1", [Call(_op("accumulate_frames"), (frames,), {})], True)
+        machine.touch_other_sessions()
+        assert "s1" not in machine.manager
+        machine.apply_held([Call(_op("accumulate_frames"), (frames,), {})])
+        assert machine.held is not None and machine.held.adapter.call_count == 2
+
+
+def _run_suite(target: str, tmp_path: Path) -> tuple[int, str, dict[str, Any]]:
+    """The brief's command, in its own process: the ADAPT group against ``target``."""
+    report = tmp_path / "report.json"
+    command = [
+        *(sys.executable, "-m", "pytest", "--pyargs", "sessionstate.conformance.suite"),
+        *("-p", "no:cacheprovider", "--sessionstate-subject", target),
+        *("--sessionstate-clause", "ADAPT", "--sessionstate-report-json", str(report)),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    return done.returncode, done.stdout + done.stderr, json.loads(report.read_text())
+
+
+def _failed(report: dict[str, Any]) -> list[str]:
+    return sorted(cid for cid, r in report["clauses"].items() if r["outcome"] == "failed")
+
+
+def test_the_example_passes_in_its_own_process(tmp_path: Path) -> None:
+    returncode, output, report = _run_suite(
+        "sessionstate.fixtures.rollout_example:subject", tmp_path
+    )
+    outcomes = {cid: r["outcome"] for cid, r in report["clauses"].items()}
+    assert (returncode, set(outcomes.values())) == (0, {"passed"}), output[-3000:]
+
+
+@pytest.mark.parametrize("entry", ADAPT_ZOO, ids=[entry.name for entry in ADAPT_ZOO])
+def test_each_broken_adapter_is_caught_in_its_own_process(entry: ZooEntry, tmp_path: Path) -> None:
+    """Exactly the clause in KILLS fails (ADAPT-8's test may fail it too), with a program."""
+    returncode, output, report = _run_suite(entry.target, tmp_path)
+    assert returncode == 1, output[-3000:]
+    assert set(_failed(report)) - {"ADAPT-8"} == set(entry.kills) - {"ADAPT-8"}, output[-3000:]
+    assert set(entry.kills) <= set(_failed(report)), output[-3000:]
+    assert "state = AdapterMachine()" in output and ", but should be " in output
+
+
+def test_the_printed_program_for_an_adapter_that_ignores_the_id(tmp_path: Path) -> None:
+    """One pinned failure: the shrunk program and the one-line message (Hypothesis 6.155)."""
+    _, output, _ = _run_suite(
+        "sessionstate.fixtures.zoo.adapt_ignores_session_id:subject", tmp_path
+    )
+    expected = [
+        "(hits, misses) counted by adapter_factory(manager, None)=(0, 0), but should be "
+        "(1, 0) [ADAPT-4: for an existing session]",
+        "state = AdapterMachine()",
+        "state.check_table_matches_model()",
+        "state.apply(calls=[accumulate_frames(numbered_frames((2, 2, 3), 0))], hold=False, "
+        "session_id=None)",
+        "state.teardown()",
+    ]
+    lines = [
+        line.removeprefix("E").strip().split("ClauseFailure: ")[-1] for line in output.splitlines()
+    ]
+    found = [line for line in lines if line in expected]
+    assert found[: len(expected)] == expected, output[-3000:]
+
+
+def test_zoo_modules_name_an_adapt_clause() -> None:
+    """Each adapt_ module kills ADAPT clauses only and its BUG names them."""
+    assert len(ADAPT_ZOO) >= 5
+    for entry in ADAPT_ZOO:
+        assert all(cid.startswith("ADAPT-") for cid in entry.kills), entry.name
+        assert all(cid in entry.bug for cid in entry.kills), entry.name
