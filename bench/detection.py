@@ -41,7 +41,9 @@ def main() -> None:
     entries = [e for e in ZOO if not args.only or e.name in args.only]
     jobs = [(e, seed) for e in entries for seed in range(1, args.seeds + 1)]
     with ThreadPoolExecutor(args.jobs) as pool:
-        runs = list(pool.map(lambda job: run_one(job[0].target, job[1], sorted(job[0].groups)), jobs))
+        runs = list(
+            pool.map(lambda job: run_one(job[0].target, job[1], sorted(job[0].groups)), jobs)
+        )
     table = []
     for (entry, _seed), run in zip(jobs, runs, strict=True):
         run["name"] = entry.name

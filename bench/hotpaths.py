@@ -30,7 +30,9 @@ def _time(fn: Callable[[], Any], number: int) -> float:
     return (time.perf_counter() - start) / number
 
 
-def ratio(subject: Callable[[], Any], floor: Callable[[], Any], number: int, rounds: int) -> dict[str, float]:
+def ratio(
+    subject: Callable[[], Any], floor: Callable[[], Any], number: int, rounds: int
+) -> dict[str, float]:
     """Median and spread of subject/floor over interleaved rounds."""
     ratios, subject_s, floor_s = [], [], []
     for _ in range(rounds):
@@ -93,8 +95,12 @@ def bench_miss_evict(number: int, rounds: int) -> dict[str, float]:
 
 def make_tensors(n: int) -> list[torch.Tensor]:
     """n tensors, about four views per storage, on cpu and meta."""
-    bases = [torch.zeros(64) if i % 2 else torch.empty(64, device="meta") for i in range(n // 4 + 1)]
-    views = [b[i % 4 :] if b.device.type == "cpu" else b.narrow(0, i % 4, 8) for i, b in enumerate(bases)]
+    bases = [
+        torch.zeros(64) if i % 2 else torch.empty(64, device="meta") for i in range(n // 4 + 1)
+    ]
+    views = [
+        b[i % 4 :] if b.device.type == "cpu" else b.narrow(0, i % 4, 8) for i, b in enumerate(bases)
+    ]
     out: list[torch.Tensor] = []
     for b, v in zip(bases, views, strict=True):
         out += [b, v, b.t() if b.ndim == 2 else b.view(-1), v]
@@ -120,7 +126,12 @@ def bench_accounting(sizes: list[int], rounds: int) -> dict[str, Any]:
         tensors = make_tensors(n)
         assert device_bytes(tensors, set()) == accounting_floor(tensors)
         number = max(1, 20000 // n)
-        row = ratio(lambda: device_bytes(tensors, set()), lambda: accounting_floor(tensors), number, rounds)
+        row = ratio(
+            lambda tensors=tensors: device_bytes(tensors, set()),
+            lambda tensors=tensors: accounting_floor(tensors),
+            number,
+            rounds,
+        )
         rows.append({"n": n, **row})
     xs = np.log([r["n"] for r in rows])
     ys = np.log([r["subject_us"] for r in rows])

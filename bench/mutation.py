@@ -14,8 +14,9 @@ import json
 import sqlite3
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -37,7 +38,9 @@ def _annotation_spans(path: Path) -> list[tuple[tuple[int, int], tuple[int, int]
             found += [node.returns] if node.returns is not None else []
         elif isinstance(node, ast.AnnAssign):
             found.append(node.annotation)
-        spans += [((n.lineno, n.col_offset), (n.end_lineno or 0, n.end_col_offset or 0)) for n in found]
+        spans += [
+            ((n.lineno, n.col_offset), (n.end_lineno or 0, n.end_col_offset or 0)) for n in found
+        ]
     return spans
 
 

@@ -18,7 +18,7 @@ def _load(name: str) -> Any:
 
 def hotpaths_section(data: dict[str, Any]) -> list[str]:
     def row(label: str, r: dict[str, float], target: str) -> str:
-        return (f"| {label} | {r['ratio_median']:.2f}x | {r['ratio_q1']:.2f}–{r['ratio_q3']:.2f} "
+        return (f"| {label} | {r['ratio_median']:.2f}x | {r['ratio_q1']:.2f} to {r['ratio_q3']:.2f} "
                 f"| {r['subject_us']:.2f} | {r['floor_us']:.2f} | {target} |")  # fmt: skip
 
     acct = data["accounting"]

@@ -36,7 +36,11 @@ def steps_per_second() -> dict[str, float]:
     with contextlib.redirect_stdout(io.StringIO()):
         pytest.main(SUITE, plugins=[instrument])
     seconds = time.monotonic() - started
-    return {"steps": instrument.steps, "seconds": seconds, "steps_per_second": instrument.steps / seconds}
+    return {
+        "steps": instrument.steps,
+        "seconds": seconds,
+        "steps_per_second": instrument.steps / seconds,
+    }
 
 
 def main() -> None:

@@ -5,9 +5,15 @@ where ``subject`` is a :class:`Subject`. The clauses are in ``SPEC.md``
 (``sessionstate spec`` prints them).
 """
 
-from .adapters import AdapterSpec, Op
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .state_objects import StateObjectSpec
 from .subject import CAPABILITIES, Subject, UsageError, load_subject
+
+if TYPE_CHECKING:
+    from .adapters import AdapterSpec, Op
 
 __all__ = [
     "CAPABILITIES",
@@ -18,3 +24,13 @@ __all__ = [
     "UsageError",
     "load_subject",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The adapter machine needs Hypothesis and torch; importing them lazily keeps
+    # `import sessionstate.conformance` (and so the pytest plugin) light.
+    if name in ("AdapterSpec", "Op"):
+        from . import adapters
+
+        return getattr(adapters, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,6 +17,7 @@ stay light at load.
 from __future__ import annotations
 
 import copy
+import operator
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -195,7 +196,7 @@ class AdapterSpec:
         readers: list[tuple[str, Callable[[Any], Any]]] = []
         for entry in self.observe:
             if isinstance(entry, str):
-                readers.append((f"{{}}.{entry}", lambda state, name=entry: getattr(state, name)))
+                readers.append((f"{{}}.{entry}", operator.attrgetter(entry)))
             else:
                 readers.append((f"{getattr(entry, '__name__', repr(entry))}({{}})", entry))
         return readers
@@ -341,12 +342,14 @@ class AdapterMachine(RuleBasedStateMachine):
         observes what the bespoke state does: as a new bespoke state after a
         miss (ADAPT-6), else under ``clause`` (ADAPT-3: it sees earlier writes).
         """
+        __tracebackhide__ = True
         key = _key(session_id)
         hit = key in self.bespoke
-        before = (self.manager.hits, self.manager.misses)
+        before = self._counters()
         with calling("ADAPT-4", f"adapter_factory(manager, {session_id!r})"):
             adapter = self.spec.adapter_factory(self.manager, session_id)
-        counted = (self.manager.hits - before[0], self.manager.misses - before[1])
+        after = self._counters()
+        counted = (after[0] - before[0], after[1] - before[1])
         what = f"(hits, misses) counted by adapter_factory(manager, {session_id!r})"
         kind = "an existing" if hit else "a new"
         check_equal(counted, (1, 0) if hit else (0, 1), "ADAPT-4", what, f"for {kind} session")
@@ -357,6 +360,10 @@ class AdapterMachine(RuleBasedStateMachine):
             self._compare_observations(adapter, self.bespoke[key], clause, when)
         # One more hit on the most recent session: the LRU order does not change.
         return adapter, self.manager.get_or_create_session(session_id)
+
+    def _counters(self) -> tuple[int, int]:
+        with calling("ADAPT-4", "reading manager.hits and manager.misses"):
+            return (self.manager.hits, self.manager.misses)
 
     def _touch(self, key: str) -> None:
         if key in self.bespoke:
@@ -369,6 +376,7 @@ class AdapterMachine(RuleBasedStateMachine):
     def _step(
         self, adapter: Any, session: Any, bespoke: Any, call: Call, clause: str | None, when: str
     ) -> None:
+        __tracebackhide__ = True
         expected = call.apply(bespoke)
         observed = call.apply(adapter)
         self._check_same(observed, expected, clause or "ADAPT-1", call.describe("adapter"), when)
@@ -378,6 +386,7 @@ class AdapterMachine(RuleBasedStateMachine):
             self._check_parity(session, bespoke, when)
 
     def _compare_observations(self, adapter: Any, bespoke: Any, clause: str, when: str) -> None:
+        __tracebackhide__ = True
         for label, read in self.spec.observers():
             observed, expected = _read(read, adapter), _read(read, bespoke)
             self._check_same(observed, expected, clause, label.format("adapter"), when)
@@ -391,6 +400,7 @@ class AdapterMachine(RuleBasedStateMachine):
 
     def _check_accounted(self, adapter: Any, session: Any, when: str) -> None:
         """ADAPT-7: the adapter reaches no allocation its SessionState does not reach."""
+        __tracebackhide__ = True
         held = reachable_memory([("adapter", adapter)], stop=(self.manager, session))
         with calling("ADAPT-7", "walking the adapter's SessionState"):
             known = reachable_memory(_session_roots(session), stop=(self.manager,))
@@ -403,6 +413,7 @@ class AdapterMachine(RuleBasedStateMachine):
 
     def _check_parity(self, session: Any, bespoke: Any, when: str) -> None:
         """ADAPT-8: the session holds exactly the bytes the bespoke state holds, per device."""
+        __tracebackhide__ = True
         observed = bytes_by_device(reachable_memory(_session_roots(session), stop=(self.manager,)))
         expected = bytes_by_device(reachable_memory([("bespoke", bespoke)]))
         check_bytes(observed, expected, "ADAPT-8", "bytes reachable from the session", when)

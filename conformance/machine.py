@@ -114,7 +114,8 @@ def learn_keys(subject: Any, ids: Sequence[object] = SESSION_IDS) -> Semantics |
                 fresh.get_or_create_session(created)
                 if probe in fresh:
                     contains.setdefault(slot(probe), get[slot(created)])
-                if fresh.drop_session(probe):
+                fresh.drop_session(probe)  # what it removes, not what it returns
+                if len(fresh) == 0:
                     drop.setdefault(slot(probe), get[slot(created)])
     except Exception:
         return None

@@ -55,6 +55,14 @@ def aggregate(
     expected = {e.target: e for e in expectations if e.is_clause}
     seen_outcomes: dict[str, set[str]] = {cid: set() for cid in wanted}
     for record in records:
+        for cid in record.failed_clauses:
+            # A clause outside the selection that a selected test saw broken
+            # is still broken: report it rather than let the verdict pass.
+            if cid not in by_clause and cid in clauses:
+                by_clause[cid] = ClauseResult(clauses[cid].level, "skipped")
+                seen_outcomes[cid] = {"failed"}
+                by_clause[cid].tests.append(record.nodeid)
+                by_clause[cid].message = record.message
         for cid in record.clauses:
             if cid not in by_clause:
                 continue

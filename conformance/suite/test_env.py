@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from sessionstate.conformance.checks import check, check_equal
 
 ENABLE = "OMNI_DIFFUSION_SESSION_STATE_MANAGER"

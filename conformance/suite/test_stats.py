@@ -21,7 +21,7 @@ from sessionstate.conformance.machine import (
 )
 
 OBSERVERS = {
-    "in": lambda manager: "a" in manager,
+    "in": lambda manager: "b" in manager,  # the least recent: a refresh would save it
     "len": len,
     "stats": lambda manager: manager.stats(),
     "nbytes_by_device": lambda manager: manager.nbytes_by_device(),
@@ -47,10 +47,14 @@ def test_construction_stores_arguments(subject: Any, max_sessions: int, byte_bud
 
 
 def _observed_eviction(subject: Any, observe: Any) -> tuple[object, ...]:
-    """Counters after 'a', 'b' and three observations, and which of them a miss on 'c' left."""
+    """Counters after 'b', 'a' and three observations, and which of them a miss on 'c' left.
+
+    'b' is created first, so LRU order differs from sorted order: an observer
+    that re-sorts the table by key makes 'a' the victim (STATS-4).
+    """
     manager = subject.make_manager(max_sessions=2, byte_budget=None)
-    manager.get_or_create_session("a")
     manager.get_or_create_session("b")
+    manager.get_or_create_session("a")
     for _ in range(3):
         observe(manager)
     counters = (manager.hits, manager.misses, manager.evictions)
@@ -66,7 +70,7 @@ def test_observer_changes_neither_counters_nor_order(subject: Any, observer: str
     Differential: the same calls without the observer are the baseline, so a
     subject that evicts wrongly anyway (LRU-4) does not fail here.
     """
-    calls = f"get_or_create_session('a'), ('b'), {observer} x3, ('c')"
+    calls = f"get_or_create_session('b'), ('a'), {observer} x3, ('c')"
     with calling("STATS-4", calls):
         baseline = _observed_eviction(subject, lambda manager: None)
         observed = _observed_eviction(subject, OBSERVERS[observer])

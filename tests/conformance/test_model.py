@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from sessionstate.conformance import Subject
 from sessionstate.conformance.allocations import allocate
-from sessionstate.conformance.machine import replay
+from sessionstate.conformance.machine import SESSION_IDS, learn_keys, replay
 from sessionstate.conformance.model import (
     SUSPECTS,
     KeyFn,
@@ -251,3 +252,39 @@ def test_replay_rejects_unknown_steps() -> None:
     """A corpus program naming a method the machine does not replay is a suite bug."""
     with pytest.raises(ValueError, match="'stats' is not one of"):
         replay(reference, 2, [("stats", "a")])
+
+
+class _StrKeyed:
+    """A manager that keys by ``str(session_id)``: None is "None", not "default"."""
+
+    def __init__(self, max_sessions: int, byte_budget: object) -> None:
+        self.table: dict[str, object] = {}
+
+    def get_or_create_session(self, session_id: object) -> object:
+        return self.table.setdefault(str(session_id), object())
+
+    def __contains__(self, session_id: object) -> bool:
+        return session_id in self.table  # not even str(): KEY-3 as well
+
+    def drop_session(self, session_id: object) -> bool:
+        return self.table.pop(str(session_id), None) is not None
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+
+def test_learn_keys_finds_the_reference_conforming() -> None:
+    """The reference groups ids as the spec does, in every method."""
+    semantics = learn_keys(reference, SESSION_IDS)
+    assert semantics is not None
+    assert key_clause(SESSION_IDS, semantics) is None
+
+
+def test_learn_keys_names_a_str_keyed_manager_key_1() -> None:
+    """Grouping learned from a str-keyed manager: falsy ids apart, so KEY-1 first."""
+    semantics = learn_keys(Subject(name="str-keyed", manager_factory=_StrKeyed), SESSION_IDS)
+    assert semantics is not None
+    assert semantics.get_key(None) != semantics.get_key("")
+    assert semantics.get_key(7) == semantics.get_key("7")
+    assert semantics.contains_key(7) != semantics.get_key(7)
+    assert key_clause(SESSION_IDS, semantics) == "KEY-1"
