@@ -16,7 +16,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 __all__ = ["DEFAULT_PROFILE", "PROFILES", "load_profile"]
 
 DEFAULT_PROFILE = "ci"
-PROFILES = ("quick", "ci", "deep", "mutation")
+PROFILES = ("quick", "ci", "deep", "triage", "mutation")
 
 _COMMON = {
     "deadline": None,
@@ -54,6 +54,16 @@ def _register() -> None:
         derandomize=False,
         database=DirectoryBasedExampleDatabase(db_dir),
         **_COMMON,  # type: ignore[arg-type]
+    )
+    # Whether a bug is caught, not how small its program gets: the ci search
+    # without shrinking (the zoo self-tests; shrinking dominates a failing run).
+    settings.register_profile(
+        "sessionstate-triage",
+        max_examples=60,
+        stateful_step_count=30,
+        derandomize=True,
+        database=None,
+        **{**_COMMON, "phases": [Phase.explicit, Phase.reuse, Phase.generate]},  # type: ignore[arg-type]
     )
     # Mutation testing re-runs the suite in one process many times.
     settings.register_profile(

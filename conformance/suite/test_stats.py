@@ -2,14 +2,20 @@
 
 The contents machine checks stats(), len, the counters, conservation and the
 bytes after every call; the direct tests pin construction, the purity of each
-observer, and the shape of stats() with every device in use.
+observer, the shape of stats() with every device in use, and conservation on
+its own (the machine compares counters with its model first, so a leak there
+is named after the counter's clause, not STATS-5).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sessionstate.conformance import allocations
 from sessionstate.conformance.checks import calling, check_bytes, check_equal
@@ -102,3 +108,78 @@ def test_stats_shape_with_every_device(subject: Any) -> None:
     check_equal(stats["total_nbytes"], sum(expected.values()), "STATS-2", "stats()['total_nbytes']")
     observed = {k.removeprefix("nbytes:"): v for k, v in stats.items() if k.startswith("nbytes:")}
     check_bytes(observed, expected, "STATS-3", "stats() nbytes:<device>", f"holding {helds}")
+
+
+@dataclass(frozen=True, repr=False)
+class Call:
+    """One manager call of a conservation program; its repr is the call itself."""
+
+    method: str  # "get_or_create_session" or "drop_session"
+    session_id: str
+
+    def __repr__(self) -> str:
+        return f"{self.method}({self.session_id!r})"
+
+
+def _program(max_sessions: int, *steps: str) -> tuple[int, list[Call]]:
+    """``"+a"`` is get_or_create_session('a'), ``"-a"`` is drop_session('a')."""
+    methods = {"+": "get_or_create_session", "-": "drop_session"}
+    return max_sessions, [Call(methods[step[0]], step[1:]) for step in steps]
+
+
+#: Hand-written programs, each aimed at one way to leak: a drop, an evicting
+#: miss, then everything at once (hits, an absent drop, a re-created id).
+PROGRAMS = {
+    "drop-present": _program(2, "+a", "-a"),
+    "evicting-miss": _program(1, "+a", "+b", "+c"),
+    "mixed": _program(2, "+b", "+a", "+b", "+c", "-a", "-b", "+a", "-c", "-c", "+b", "+c"),
+}
+
+capacities = st.integers(min_value=1, max_value=3)
+calls = st.builds(
+    Call, st.sampled_from(("get_or_create_session", "drop_session")), st.sampled_from("abc")
+)
+programs = st.lists(calls, max_size=12)
+
+
+def _check_conservation(subject: Any, max_sessions: int, program: Sequence[Call]) -> None:
+    """STATS-5 alone, after every call: misses == len + evictions + successful drops.
+
+    Successful drops are counted from what ``drop_session`` returned, so this
+    needs no model of the table: any subject whose counters and table agree
+    with each other passes, whatever else it gets wrong.
+    """
+    done = [f"make_manager(max_sessions={max_sessions}, byte_budget=None)"]
+    with calling("STATS-5", done[0]):
+        manager = subject.make_manager(max_sessions=max_sessions, byte_budget=None)
+    drops = 0
+    for call in program:
+        with calling("STATS-5", f"{call!r} after {', '.join(done)}"):
+            returned = getattr(manager, call.method)(call.session_id)
+        drops += call.method == "drop_session" and bool(returned)
+        done.append(repr(call))
+        with calling("STATS-5", "reading len(manager), manager.misses, manager.evictions"):
+            size, misses, evictions = len(manager), manager.misses, manager.evictions
+        check_equal(
+            misses,
+            size + evictions + drops,
+            "STATS-5",
+            "misses",
+            f"len(manager) + evictions + successful drops = {size} + {evictions} + {drops}, "
+            f"after {', '.join(done)}",
+        )
+
+
+@pytest.mark.clause("STATS-5")
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_conservation_after_each_call(subject: Any, name: str) -> None:
+    """Every session created is resident, evicted or dropped, after every call of a program."""
+    max_sessions, program = PROGRAMS[name]
+    _check_conservation(subject, max_sessions, program)
+
+
+@pytest.mark.clause("STATS-5")
+@given(max_sessions=capacities, program=programs)
+def test_conservation_over_programs(subject: Any, max_sessions: int, program: list[Call]) -> None:
+    """The same equation over generated programs on three ids and a cap of 1 to 3."""
+    _check_conservation(subject, max_sessions, program)
