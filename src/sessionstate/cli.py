@@ -31,7 +31,11 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="pkg.module:attr naming a Subject, a callable returning one, or a "
         "manager class (default: the bundled reference)",
     )
-    check.add_argument("--profile", default="ci", help="quick, ci (default), deep, triage (no shrinking) or mutation")
+    check.add_argument(
+        "--profile",
+        default="ci",
+        help="quick, ci (default), deep, triage (no shrinking) or mutation",
+    )
     check.add_argument("--report-json", metavar="PATH", help="write the results as JSON")
     check.add_argument("--junitxml", metavar="PATH", help="write JUnit XML (via pytest)")
     check.add_argument("--markdown", metavar="PATH", help="write the summary as Markdown")

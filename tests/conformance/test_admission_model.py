@@ -155,7 +155,14 @@ def test_machines_pass_correct_subjects(machine: Any, target: str) -> None:
     run_state_machine_as_test(lambda: machine(subject))
 
 
-ADMIT_ZOO = [name for name in module_names() if name.startswith("admit_")]
+#: Bugs only the scripted tests of test_admit.py reach: a refusing default
+#: (the machines pass evict_when_full explicitly), an unlocked cap write (needs
+#: the instrumented lock), and a refusal whose conservation break the machines
+#: report first as the counter clause it also breaks (ADMIT-3).
+SCRIPTED_ONLY = {"admit_default_refuses", "admit_raise_unlocked", "admit_refusal_counts_eviction"}
+ADMIT_ZOO = [
+    name for name in module_names() if name.startswith("admit_") and name not in SCRIPTED_ONLY
+]
 
 
 @pytest.mark.parametrize("machine", MACHINES, ids=lambda m: m.__name__)

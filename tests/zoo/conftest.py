@@ -40,15 +40,17 @@ Check = Callable[..., CheckRun]
 
 @pytest.fixture
 def run_check(tmp_path: Path) -> Check:
-    """``run_check(target, clauses=(), strict=False)``: run the CLI at the triage profile."""
+    """``run_check(target, clauses=(), strict=False, profile="triage")``: run the CLI."""
 
-    def run(target: str, clauses: Iterable[str] = (), strict: bool = False) -> CheckRun:
+    def run(
+        target: str, clauses: Iterable[str] = (), strict: bool = False, profile: str = "triage"
+    ) -> CheckRun:
         report = tmp_path / "r.json"
         command = [sys.executable, "-m", "sessionstate", "check", target]
         for clause in clauses:
             command += ["--clause", clause]
         # triage: the ci search without shrinking; BENCHMARKS.md measures shrinking.
-        command += ["--report-json", str(report), "--profile", "triage"]
+        command += ["--report-json", str(report), "--profile", profile]
         if strict:
             command.append("--strict")
         env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONSTATE_")}
