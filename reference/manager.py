@@ -73,22 +73,28 @@ class SessionStateManager:
         adapter mid-generation) keeps a working object. The newcomer is never
         the victim.
         """
-        key = _key(session_id)
+        # Plain non-empty strings are their own key: skip the call on the hot path.
+        key = session_id if type(session_id) is str and session_id else _key(session_id)
+        sessions = self._sessions
         with self._lock:
-            session = self._sessions.get(key)
+            session = sessions.get(key)
             if session is not None:
                 self.hits += 1
-                self._sessions.move_to_end(key)
+                sessions.move_to_end(key)
                 return session
-            if not self.evict_when_full and len(self._sessions) >= self.max_sessions:
-                # A refused miss changes nothing, counters included (SPEC ADMIT-2, ADMIT-3).
-                raise SessionAdmissionError(key, self.max_sessions)
-            self.misses += 1
-            session = self._sessions[key] = SessionState()
-            while len(self._sessions) > self.max_sessions:
-                self._sessions.popitem(last=False)
-                self.evictions += 1
-            return session
+            return self._admit_locked(key)
+
+    def _admit_locked(self, key: str) -> SessionState:
+        sessions = self._sessions
+        if not self.evict_when_full and len(sessions) >= self.max_sessions:
+            # A refused miss changes nothing, counters included (SPEC ADMIT-2, ADMIT-3).
+            raise SessionAdmissionError(key, self.max_sessions)
+        self.misses += 1
+        session = sessions[key] = SessionState()
+        while len(sessions) > self.max_sessions:
+            sessions.popitem(last=False)
+            self.evictions += 1
+        return session
 
     def drop_session(self, session_id: object) -> bool:
         """End a session: remove it, reset it (holders see it cleared), return True.
