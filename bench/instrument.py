@@ -15,7 +15,8 @@ from hypothesis.stateful import RuleBasedStateMachine
 
 from sessionstate.conformance import checks
 
-_PROGRAM_STEP = re.compile(r"^\s*state\.(?!teardown\()\w+\(", re.MULTILINE)
+# pytest prefixes the lines of the printed program with "E" in the failure text.
+_PROGRAM_STEP = re.compile(r"^E?\s*state\.(?!teardown\(|check_)\w+\(", re.MULTILINE)
 
 
 class Instrument:
