@@ -60,7 +60,7 @@ def detection_section(runs: list[dict[str, Any]]) -> list[str]:
     for run in runs:
         by_name.setdefault(run["name"], []).append(run)
     out = [
-        "## Detection (every zoo bug, random seeds, default profile)", "",
+        "## Detection (zoo bugs measured, random seeds, default profile)", "",
         "| subject | kills | found | median s to 1st failure (from process start) | median stateful steps | max shrunk steps |",
         "|---|---|---|---|---|---|",
     ]  # fmt: skip
