@@ -63,14 +63,10 @@ def validate(options: CheckOptions) -> None:
 def _check_specs(subject: Any) -> None:
     from .adapters import AdapterSpec
     from .state_objects import StateObjectSpec
+    from .subject import typed_specs
 
-    for field_name, kind in (("state_objects", StateObjectSpec), ("adapters", AdapterSpec)):
-        for index, spec in enumerate(getattr(subject, field_name)):
-            if not isinstance(spec, kind):
-                raise UsageError(
-                    f"subject {subject.name!r}: {field_name}[{index}] is a "
-                    f"{type(spec).__name__}, not a {kind.__name__}"
-                )
+    typed_specs(subject, "state_objects", StateObjectSpec)
+    typed_specs(subject, "adapters", AdapterSpec)
 
 
 def pytest_arguments(options: CheckOptions, json_path: str) -> list[str]:

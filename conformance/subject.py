@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CAPABILITIES", "Subject", "UsageError", "load_subject"]
+__all__ = ["CAPABILITIES", "Subject", "UsageError", "load_subject", "typed_specs"]
 
 #: Optional features a subject may declare; clauses that need one say so in SPEC.md.
 CAPABILITIES = frozenset({"threadsafe", "admission"})
@@ -131,3 +131,18 @@ def _as_subject(obj: object, attr: str, target: str) -> Subject:
         f"target {target!r} is a {type(obj).__name__}, not a Subject, a callable returning one, "
         "or a manager class"
     )
+
+
+def typed_specs(subject: Subject, field_name: str, kind: type) -> list[Any]:
+    """The entries of ``subject.<field_name>``, each checked to be a ``kind``.
+
+    A wrong entry is a misuse of the suite (``UsageError``), not a clause failure.
+    """
+    specs = list(getattr(subject, field_name))
+    for index, spec in enumerate(specs):
+        if not isinstance(spec, kind):
+            raise UsageError(
+                f"subject {subject.name!r}: {field_name}[{index}] is a "
+                f"{type(spec).__name__}, not a {kind.__name__}"
+            )
+    return specs

@@ -16,6 +16,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from sessionstate.conformance import AdapterSpec, UsageError
 from sessionstate.conformance.adapters import AdapterMachine
 from sessionstate.conformance.plugin import load_configured_subject
+from sessionstate.conformance.subject import typed_specs
 
 MUST_CLAUSES = tuple(f"ADAPT-{n}" for n in range(1, 8))
 
@@ -25,14 +26,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "spec" not in metafunc.fixturenames:
         return
     subject = load_configured_subject(metafunc.config)
-    specs = list(subject.adapters)
-    for spec in specs:
-        if not isinstance(spec, AdapterSpec):
-            message = (
-                f"subject {subject.name!r}: adapters holds a {type(spec).__name__}, "
-                "not an AdapterSpec"
-            )
-            raise pytest.UsageError(str(UsageError(message)))
+    try:
+        specs = typed_specs(subject, "adapters", AdapterSpec)
+    except UsageError as error:
+        raise pytest.UsageError(str(error)) from None
     metafunc.parametrize("spec", specs or [None], ids=[s.name for s in specs] or ["none"])
 
 

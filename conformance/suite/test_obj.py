@@ -31,6 +31,7 @@ from sessionstate.conformance.allocations import allocate, available_devices
 from sessionstate.conformance.checks import calling, check_bytes, check_equal
 from sessionstate.conformance.plugin import load_configured_subject
 from sessionstate.conformance.state_objects import UNKNOWN_KEYWORD, MemoryModel
+from sessionstate.conformance.subject import typed_specs
 
 if TYPE_CHECKING:
     from sessionstate.conformance.allocations import Allocation, Held
@@ -45,14 +46,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "spec" not in metafunc.fixturenames:
         return
     subject = load_configured_subject(metafunc.config)
-    specs = list(subject.state_objects)
-    for spec in specs:
-        if not isinstance(spec, StateObjectSpec):
-            message = (
-                f"subject {subject.name!r}: state_objects holds a {type(spec).__name__}, "
-                "not a StateObjectSpec"
-            )
-            raise pytest.UsageError(str(UsageError(message)))
+    try:
+        specs = typed_specs(subject, "state_objects", StateObjectSpec)
+    except UsageError as error:
+        raise pytest.UsageError(str(error)) from None
     metafunc.parametrize("spec", specs or [None], ids=[s.name for s in specs] or ["none"])
 
 
