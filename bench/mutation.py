@@ -3,17 +3,27 @@
 Survivors are listed with their classification from bench/mutation-notes.toml
 (``equivalent`` with the reason, or ``gap`` with the clause/test that now
 closes it); an unclassified survivor is listed as such.
-``python bench/mutation.py [--reuse]`` (``--reuse`` keeps an existing session database).
+``python bench/mutation.py [--reuse] [--workers N]`` (``--reuse`` keeps an existing session
+database). cosmic-ray mutates files in place, so each of the N workers (default: one per
+core) is a cosmic-ray HTTP worker in its own copy of the tree; ``mutation_test`` makes the
+suite import ``sessionstate`` from that copy.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
+import os
+import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import tomllib
@@ -103,9 +113,80 @@ def write_report(survivors: list[dict[str, object]], counts: dict[str, int]) -> 
     (ROOT / "MUTATION.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def copy_tree(dest: Path) -> None:
+    """Copy the working tree (tracked and untracked, not ignored files) as a fresh git
+    repository, so that ``mutation_test`` can ``git diff`` its way to the mutated module."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, check=True,
+    ).stdout.decode().split("\0")  # fmt: skip
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+    git = ["git", "-c", "user.name=mutation", "-c", "user.email=mutation@localhost"]
+    for step in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "pristine"]):
+        subprocess.run([*git, *step], cwd=dest, check=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def http_workers(count: int) -> Iterator[list[str]]:
+    """Start ``count`` cosmic-ray HTTP workers, each in its own copy of the tree."""
+    with tempfile.TemporaryDirectory(prefix="sessionstate-mutation-") as scratch:
+        workers, urls = [], []
+        try:
+            for index in range(count):
+                tree = Path(scratch) / f"worker{index}"
+                copy_tree(tree)
+                port = _free_port()
+                workers.append(
+                    subprocess.Popen(["cosmic-ray", "http-worker", "--port", str(port)], cwd=tree)
+                )
+                urls.append(f"http://127.0.0.1:{port}")
+            for url in urls:
+                _wait_for(url)
+            yield urls
+        finally:
+            for worker in workers:
+                worker.terminate()
+                worker.wait()
+
+
+def _wait_for(url: str, seconds: float = 60.0) -> None:
+    host, port = url.removeprefix("http://").split(":")
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def http_config(urls: list[str], dest: Path) -> Path:
+    """The committed config with the HTTP distributor pointed at ``urls``."""
+    base = (HERE / "cosmic-ray.toml").read_text(encoding="utf-8")
+    head, _, _ = base.partition("[cosmic-ray.distributor]")
+    listed = ", ".join(json.dumps(url) for url in urls)
+    text = f'{head}[cosmic-ray.distributor]\nname = "http"\n\n'
+    text += f"[cosmic-ray.distributor.http]\nworker-urls = [{listed}]\n"
+    dest.write_text(text, encoding="utf-8")
+    return dest
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--reuse", action="store_true")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
     config = str(HERE / "cosmic-ray.toml")
     if not (args.reuse and SESSION.exists()):
@@ -113,7 +194,14 @@ def main() -> int:
         cosmic("init", config, str(SESSION))
         print(f"skipped {skip_annotation_mutants()} mutants inside annotations")
         cosmic("baseline", config)
-    cosmic("exec", config, str(SESSION))
+    started = time.monotonic()
+    if args.workers <= 1:
+        cosmic("exec", config, str(SESSION))
+    else:
+        with http_workers(args.workers) as urls, tempfile.TemporaryDirectory() as scratch:
+            cosmic("exec", str(http_config(urls, Path(scratch) / "http.toml")), str(SESSION))
+    minutes = (time.monotonic() - started) / 60
+    print(f"exec took {minutes:.1f} min with {args.workers} worker(s)")
     write_report(*survivors_and_counts())
     return 0
 

@@ -3,7 +3,9 @@
 cosmic-ray mutates one file of reference/ in place per mutant; this finds which
 one (git sees it as modified) and runs only the clause groups that specify that
 module's behaviour, with the derandomized ``mutation`` profile, stopping at the
-first failure. Exit status 0 means the mutant survived.
+first failure. Exit status 0 means the mutant survived. ``sessionstate`` is imported
+from the tree this file lies in (``tree_import``), so parallel workers, each in its
+own copy of the tree, each test their own mutant.
 """
 
 from __future__ import annotations
@@ -12,7 +14,22 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+#: Runs pytest with ``sessionstate`` imported from ROOT, and says so if it was not.
+BOOTSTRAP = f"""
+import sys
+from pathlib import Path
+sys.path.insert(0, {str(HERE)!r})
+import tree_import
+tree_import.install(Path({str(ROOT)!r}))
+import pytest
+import sessionstate.reference
+if not Path(sessionstate.reference.__file__).is_relative_to({str(ROOT)!r}):
+    sys.exit(f"sessionstate.reference imported from {{sessionstate.reference.__file__}}")
+sys.exit(pytest.main(sys.argv[1:]))
+"""
 
 #: Which clause groups specify each reference module.
 GROUPS = {
@@ -40,13 +57,13 @@ def main() -> int:
     modules = mutated_modules()
     groups = sorted({g for m in modules for g in GROUPS.get(m, [])}) if modules else []
     args = [
-        sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+        sys.executable, "-c", BOOTSTRAP, "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
         "--pyargs", "sessionstate.conformance.suite", "--sessionstate-profile", "mutation",
         "-W", "ignore::pytest.PytestAssertRewriteWarning",
     ]  # fmt: skip
     for group in groups:
         args += ["--sessionstate-clause", group]
-    return subprocess.run(args, cwd=ROOT / "bench", check=False).returncode
+    return subprocess.run(args, cwd=HERE, check=False).returncode
 
 
 if __name__ == "__main__":
