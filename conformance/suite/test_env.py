@@ -10,7 +10,7 @@ import logging
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from sessionstate.conformance.checks import check, check_equal
@@ -95,6 +95,10 @@ def test_resolution_matches_oracle(
     """Every (env enable, env max, enable, max_sessions) combination resolves as the spec says."""
     resolver = _resolver(subject)
 
+    # The ENV-3/ENV-4 boundary in every run, not only when drawn: 1 wins, 0 and -1 do not.
+    @example(None, "1", None, 5)
+    @example(None, "0", None, 5)
+    @example(None, "-1", None, 5)
     @given(enable_values, max_values, enable_args, max_args)
     def run(env_enable: str | None, env_max: str | None, enable: Any, max_sessions: Any) -> None:
         with monkeypatch.context() as patch:

@@ -52,6 +52,14 @@ def test_construction_stores_arguments(subject: Any, max_sessions: int, byte_bud
     check_construction(manager, max_sessions, byte_budget, f"after {call}")
 
 
+@pytest.mark.clause("STATS-1")
+def test_construction_defaults(subject: Any) -> None:
+    """With no arguments: max_sessions is DEFAULT_MAX_SESSIONS (64), byte_budget None."""
+    with calling("STATS-1", "make_manager()"):
+        manager = subject.make_manager()
+    check_construction(manager, 64, None, "after make_manager() with no arguments")
+
+
 def _observed_eviction(subject: Any, observe: Any) -> tuple[object, ...]:
     """Counters after 'b', 'a' and three observations, and which of them a miss on 'c' left.
 
