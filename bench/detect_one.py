@@ -1,7 +1,8 @@
 """Run the suite once against one subject with one seed; print a JSON line of what happened.
 
-``python bench/detect_one.py TARGET SEED GROUP [GROUP ...]`` (used by detection.py, one process
-per run so every run starts cold, as in an implementer's CI).
+``python bench/detect_one.py TARGET SEED SELECTION [SELECTION ...]``, where each SELECTION is a
+clause id or group as ``--clause`` takes them. Used by detection.py: one process per run, so every
+run starts cold, as in an implementer's CI.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def main(target: str, seed: int, groups: list[str]) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "r.json"
         args = [
-            "--pyargs", "sessionstate.conformance.suite", "-p", "no:cacheprovider", "-q",
+            "--pyargs", "sessionstate.conformance.suite", "-p", "no:cacheprovider", "-q", "-x",
             "--sessionstate-subject", target, "--sessionstate-seed", str(seed),
             f"--hypothesis-seed={seed}", "--sessionstate-report-json", str(report),
             "-W", "ignore::pytest.PytestAssertRewriteWarning",

@@ -20,11 +20,17 @@ _PROGRAM_STEP = re.compile(r"^E?\s*state\.(?!teardown\(|check_)\w+\(", re.MULTIL
 
 
 class Instrument:
-    """Counts steps; records steps and seconds at the first ClauseFailure raised."""
+    """Counts steps; records steps and seconds at the first ClauseFailure raised.
+
+    ``seconds`` runs from before pytest starts (imports and collection included, as a
+    cold CI job sees it); ``search_seconds`` from the end of collection (the suite's
+    own search).
+    """
 
     def __init__(self) -> None:
         self.steps = 0
         self.started = time.monotonic()
+        self.collected: float | None = None  # when collection ended: the search starts
         self.first_failure: dict[str, Any] | None = None
         self.shrunk_steps: list[int] = []
         self._patched: list[tuple[Any, str, Any]] = []
@@ -41,10 +47,12 @@ class Instrument:
         def noting_init(error: Any, clause: str, message: str) -> None:
             original_init(error, clause, message)
             if outer.first_failure is None:
+                now = time.monotonic()
                 outer.first_failure = {
                     "clause": clause,
                     "steps": outer.steps,
-                    "seconds": time.monotonic() - outer.started,
+                    "seconds": now - outer.started,
+                    "search_seconds": now - (outer.collected or outer.started),
                 }
 
         RuleBasedStateMachine.check_invariants = counting_check  # type: ignore[method-assign]
@@ -53,6 +61,9 @@ class Instrument:
             (RuleBasedStateMachine, "check_invariants", original_check),
             (checks.ClauseFailure, "__init__", original_init),
         ]
+
+    def pytest_collection_finish(self) -> None:
+        self.collected = time.monotonic()
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         if report.failed and report.when == "call":
