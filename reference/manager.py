@@ -77,24 +77,21 @@ class SessionStateManager:
         key = session_id if type(session_id) is str and session_id else _key(session_id)
         sessions = self._sessions
         with self._lock:
-            session = sessions.get(key)
-            if session is not None:
+            # `in` then `[]` are two opcodes; `.get()` is a method call (bench/hotpaths.py).
+            if key in sessions:
                 self.hits += 1
                 sessions.move_to_end(key)
-                return session
-            return self._admit_locked(key)
-
-    def _admit_locked(self, key: str) -> SessionState:
-        sessions = self._sessions
-        if not self.evict_when_full and len(sessions) >= self.max_sessions:
-            # A refused miss changes nothing, counters included (SPEC ADMIT-2, ADMIT-3).
-            raise SessionAdmissionError(key, self.max_sessions)
-        self.misses += 1
-        session = sessions[key] = SessionState()
-        while len(sessions) > self.max_sessions:
-            sessions.popitem(last=False)
-            self.evictions += 1
-        return session
+                return sessions[key]
+            # The miss path stays inline too: a helper call costs ~0.07x the floor.
+            if not self.evict_when_full and len(sessions) >= self.max_sessions:
+                # A refused miss changes nothing, counters included (SPEC ADMIT-2, ADMIT-3).
+                raise SessionAdmissionError(key, self.max_sessions)
+            self.misses += 1
+            session = sessions[key] = SessionState()
+            while len(sessions) > self.max_sessions:
+                sessions.popitem(last=False)
+                self.evictions += 1
+            return session
 
     def drop_session(self, session_id: object) -> bool:
         """End a session: remove it, reset it (holders see it cleared), return True.
