@@ -105,3 +105,28 @@ def test_installed_wheel_runs_the_plugin(tmp_path: Path) -> None:
     result = _pytest(*SUITE, "--sessionstate-clause", "ENV", cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "3 passed" in result.stdout
+
+
+FREEZE_PROBE = """
+import gc
+import pytest
+
+@pytest.mark.clause("KEY-1")
+def test_marked():
+    print("frozen", gc.get_freeze_count() > 0)
+
+{extra}
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "frozen"),
+    [("", True), ("def test_callers_own():\n    pass", False)],
+    ids=["conformance-only", "mixed-with-callers-tests"],
+)
+def test_gc_freeze_only_in_conformance_only_runs(tmp_path: Path, extra: str, frozen: bool) -> None:
+    """Startup objects leave cyclic GC only when every collected test is a conformance test."""
+    (tmp_path / "test_probe.py").write_text(FREEZE_PROBE.format(extra=extra), encoding="utf-8")
+    out = _pytest("-s", "-q", "-p", "no:cacheprovider", "test_probe.py", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"frozen {frozen}" in out.stdout
