@@ -10,10 +10,17 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+if os.environ.get("SESSIONSTATE_TREE"):
+    # detection.py --tree: import sessionstate from a snapshot, not the working tree.
+    import tree_import
+
+    tree_import.install(Path(os.environ["SESSIONSTATE_TREE"]))
 
 import pytest
 from instrument import Instrument

@@ -45,6 +45,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--only", action="append", default=[])
+    parser.add_argument("--tree", default=None, help="import sessionstate from this snapshot")
     parser.add_argument("--scope", choices=("clauses", "groups"), default="clauses")
     parser.add_argument("--out", default=str(HERE / "results-detection.json"))
     args = parser.parse_args()
@@ -53,7 +54,10 @@ def main() -> None:
     with ThreadPoolExecutor(args.jobs) as pool:
         runs = list(
             pool.map(
-                lambda job: run_one(job[0].target, job[1], selection(job[0], args.scope)), jobs
+                lambda job: run_one(
+                    job[0].target, job[1], selection(job[0], args.scope), args.tree
+                ),
+                jobs,
             )
         )
     table = []
