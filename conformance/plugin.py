@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     ]
 
 
+#: Node ids of the shipped suite's tests, however pytest roots them.
+_SUITE_ID = re.compile(r"(^|[/\\.])conformance[/\\.]suite[/\\.]test_\w+\.py::")
+
+
 def item_clauses(item: pytest.Item) -> list[str]:
     ids: list[str] = []
     for mark in item.iter_markers("clause"):
@@ -194,6 +199,21 @@ def pytest_collection_modifyitems(
         items[:] = keep
     if keep and all(item_clauses(item) for item in keep):
         _freeze_what_collection_made()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """The xdist controller runs no test: freeze once its workers have collected a
+    conformance-only run (their items carry clause marks; here only ids are known, so
+    it is judged by where they live)."""
+    if ids and all(_SUITE_ID.search(nodeid) for nodeid in ids) and not gc_frozen():
+        _freeze_what_collection_made()
+
+
+def gc_frozen() -> bool:
+    import gc
+
+    return gc.get_freeze_count() > 0
 
 
 def _freeze_what_collection_made() -> None:

@@ -130,3 +130,28 @@ def test_gc_freeze_only_in_conformance_only_runs(tmp_path: Path, extra: str, fro
     out = _pytest("-s", "-q", "-p", "no:cacheprovider", "test_probe.py", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"frozen {frozen}" in out.stdout
+
+
+CONTROLLER_PROBE = """
+import gc
+
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput"):
+        print("controller frozen", gc.get_freeze_count() > 0)
+"""
+
+
+@pytest.mark.parametrize(
+    ("folder", "frozen"), [("conformance/suite", True), ("tests", False)], ids=["suite", "other"]
+)
+def test_xdist_controller_freezes_only_for_suite_ids(
+    tmp_path: Path, folder: str, frozen: bool
+) -> None:
+    """The controller runs no test; it freezes when every collected id is a suite test's."""
+    (tmp_path / "conftest.py").write_text(CONTROLLER_PROBE, encoding="utf-8")
+    (tmp_path / folder).mkdir(parents=True)
+    probe = FREEZE_PROBE.format(extra="")
+    (tmp_path / folder / "test_probe.py").write_text(probe, encoding="utf-8")
+    out = _pytest("-s", "-q", "-p", "no:cacheprovider", "-n", "2", folder, cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"controller frozen {frozen}" in out.stdout
