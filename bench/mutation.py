@@ -25,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import tomllib
 
@@ -76,40 +77,85 @@ def skip_annotation_mutants() -> int:
     return skipped
 
 
-def survivors_and_counts() -> tuple[list[dict[str, object]], dict[str, int]]:
+def mutated_line(diff: str) -> str:
+    """The original source a mutant changed, as notes name it: its removed line(s), stripped;
+    for a removed decorator, followed by the ``def`` line it decorated."""
+    lines = diff.split("\n@@", 1)[1].splitlines()[1:]
+    removed = [i for i, text in enumerate(lines) if text.startswith("-") and text[1:].strip()]
+    found = " ".join(lines[i][1:].strip() for i in removed)
+    if found.startswith("@"):
+        after = (text[1:].strip() for text in lines[removed[-1] + 1 :])
+        found += " " + next((t for t in after if t.startswith(("def ", "async def "))), "")
+    return found.strip()
+
+
+def mutants() -> list[dict[str, str]]:
+    """Every mutant that ran: module file name, operator, original line, outcome, diff."""
     con = sqlite3.connect(SESSION)
     rows = con.execute(
-        "SELECT m.module_path, m.operator_name, m.occurrence, m.start_pos_row, r.test_outcome, r.diff "
+        "SELECT m.module_path, m.operator_name, r.test_outcome, r.diff "
         "FROM mutation_specs m JOIN work_results r ON m.job_id = r.job_id "
         "WHERE r.worker_outcome != 'SKIPPED'"
     ).fetchall()
+    return [
+        {"module": Path(module).name, "operator": operator.split("/")[-1],
+         "line": mutated_line(diff), "outcome": str(outcome), "diff": diff}
+        for module, operator, outcome, diff in rows
+    ]  # fmt: skip
+
+
+def matches(note: dict[str, Any], mutant: dict[str, str]) -> bool:
+    lines = note.get("lines", [note.get("line")])
+    return (
+        note["module"] == mutant["module"]
+        and mutant["line"] in lines
+        and mutant["operator"] in note["operators"]
+    )
+
+
+def write_report(runs: list[dict[str, str]], minutes: float | None) -> None:
+    notes = tomllib.loads((HERE / "mutation-notes.toml").read_text(encoding="utf-8"))
+    explained = notes.get("survivor", [])
     counts: dict[str, int] = {}
-    survivors = []
-    for module, operator, occurrence, row, outcome, diff in rows:
-        counts[outcome] = counts.get(outcome, 0) + 1
-        if outcome == "SURVIVED":
-            key = f"{Path(module).name}:{row}:{operator}:{occurrence}"
-            survivors.append({"key": key, "diff": diff})
-    return survivors, counts
-
-
-def write_report(survivors: list[dict[str, object]], counts: dict[str, int]) -> None:
-    notes_path = HERE / "mutation-notes.toml"
-    notes = tomllib.loads(notes_path.read_text()) if notes_path.exists() else {}
-    total = sum(counts.values())
-    killed = counts.get("KILLED", 0)
+    for mutant in runs:
+        counts[mutant["outcome"]] = counts.get(mutant["outcome"], 0) + 1
+    survivors = [m for m in runs if m["outcome"] == "SURVIVED"]
+    note_of = {id(m): next((n for n in explained if matches(n, m)), None) for m in survivors}
+    equivalent = sum(1 for n in note_of.values() if n and n["kind"] == "equivalent")
+    total, killed = len(runs), counts.get("KILLED", 0)
+    timing = f" `exec` took {minutes:.1f} min." if minutes is not None else ""
     lines = [
         "# Mutation score", "",
         "cosmic-ray over `reference/`, killed by the conformance suite alone (profile `mutation`,",
-        "only the clause groups that specify the mutated module). Regenerate: `nox -s mutation`.", "",
-        f"**{killed}/{total} killed ({100 * killed / max(total, 1):.1f} %)**; outcomes: {json.dumps(counts)}", "",
+        "only the clause groups that specify the mutated module; mutants inside type annotations",
+        f"are skipped). Regenerate: `nox -s mutation` (2 workers on a 2-core machine).{timing}", "",
+        f"- **{killed}/{total} killed ({100 * killed / max(total, 1):.1f} %)**; outcomes: "
+        f"{json.dumps(counts)}",
+        f"- {equivalent} survivors are equivalent mutants (reasons below); excluding them, "
+        f"**{killed}/{total - equivalent} killed "
+        f"({100 * killed / max(total - equivalent, 1):.1f} %)**.", "",
         "## Survivors", "",
     ]  # fmt: skip
-    for survivor in sorted(survivors, key=lambda s: str(s["key"])):
-        note = notes.get(str(survivor["key"]), {})
-        kind = note.get("kind", "unclassified")
-        lines += [f"### `{survivor['key']}`: {kind}", "", note.get("reason", "(no note yet)"), "",
-                  "```diff", str(survivor["diff"]).strip(), "```", ""]  # fmt: skip
+    by_note: dict[object, list[dict[str, str]]] = {}
+    for mutant in survivors:
+        note = note_of[id(mutant)]
+        by_note.setdefault(id(note) if note else (mutant["module"], mutant["line"]), []).append(
+            mutant
+        )
+    for group in sorted(by_note.values(), key=lambda g: (g[0]["module"], g[0]["line"])):
+        note = note_of[id(group[0])]
+        kind = note["kind"] if note else "UNCLASSIFIED"
+        operators = ", ".join(sorted({m["operator"] for m in group}))
+        lines += [f"### {group[0]['module']}: `{group[0]['line']}` ({len(group)}): {kind}", "",
+                  f"Operators: {operators}.", "",
+                  note["reason"] if note else "No note in bench/mutation-notes.toml yet.", ""]  # fmt: skip
+    lines += ["## Gaps closed", "",
+              "Mutants that survived an earlier run, and the clause and test that kill them now.", "",
+              "| module | original line | operators | now | closed by |", "|---|---|---|---|---|"]  # fmt: skip
+    for note in notes.get("closed", []):
+        now = sorted({m["outcome"] for m in runs if matches(note, m)}) or ["not generated"]
+        lines.append(f"| {note['module']} | `{note.get('line') or ' / '.join(note['lines'])}` "
+                     f"| {', '.join(note['operators'])} | {', '.join(now)} | {note['closed_by']} |")  # fmt: skip
     (ROOT / "MUTATION.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -186,9 +232,13 @@ def http_config(urls: list[str], dest: Path) -> Path:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--reuse", action="store_true")
+    parser.add_argument("--report-only", action="store_true", help="rewrite MUTATION.md only")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
     config = str(HERE / "cosmic-ray.toml")
+    if args.report_only:
+        write_report(mutants(), None)
+        return 0
     if not (args.reuse and SESSION.exists()):
         SESSION.unlink(missing_ok=True)
         cosmic("init", config, str(SESSION))
@@ -202,7 +252,7 @@ def main() -> int:
             cosmic("exec", str(http_config(urls, Path(scratch) / "http.toml")), str(SESSION))
     minutes = (time.monotonic() - started) / 60
     print(f"exec took {minutes:.1f} min with {args.workers} worker(s)")
-    write_report(*survivors_and_counts())
+    write_report(mutants(), minutes)
     return 0
 
 
