@@ -40,6 +40,8 @@ __all__ = [
     "Held",
     "allocate",
     "available_devices",
+    "borrow",
+    "borrowing_available",
     "definitions",
     "derivations",
     "expected_bytes",
@@ -173,6 +175,40 @@ def allocate(
         tensor = torch.zeros(shape, dtype=torch_dtype, device=device)
     source = f"torch.zeros({shape!r}, dtype=torch.{dtype}, device={device!r})"
     return Held(tensor, Allocation(label, device, nbytes, tensor, simulated, source), label)
+
+
+@cache
+def borrowing_available() -> bool:
+    """Whether this torch can build a storage over memory it did not allocate, on ``meta``."""
+    return hasattr(torch._C, "_construct_storage_from_data_pointer")
+
+
+def borrow(device: str, numel: int) -> Held:
+    """A float32 tensor over a storage torch only borrows, on ``meta`` or a simulated ``cuda:N``.
+
+    Like a CUDA tensor imported with ``torch.from_dlpack`` (from CuPy or JAX), its
+    storage is not resizable; being on ``meta``, it has data pointer 0 and no memory
+    behind it. Needs ``borrowing_available()``; ``cuda:N`` only where simulated.
+    """
+    nbytes = numel * _ITEMSIZE["float32"]
+    make = torch._C._construct_storage_from_data_pointer
+    storage = make(0, torch.device("meta"), nbytes)
+    # set_ resizes a non-empty meta tensor's storage, which a borrowed one refuses.
+    tensor = torch.empty(0, device="meta").set_(storage, 0, (0,), (1,)).as_strided((numel,), (1,))
+    label = f"brw{next(_labels)}"
+    if device == "meta":
+        make_expr = (
+            f"torch._C._construct_storage_from_data_pointer(0, torch.device('meta'), {nbytes})"
+        )
+        source = f"torch.empty(0, device='meta').set_({make_expr}, 0, (0,), (1,))"
+        source += f".as_strided(({numel},), (1,))"
+        return Held(tensor, Allocation(label, device, nbytes, tensor, source=source), label)
+    if not is_simulated(device):
+        raise ValueError(f"borrow({device!r}): only meta and simulated cuda devices")
+    fake = _fake(tensor, device)
+    # The real-GPU equivalent (under ``cupy.cuda.Device(N)``), for failure messages.
+    source = f"torch.from_dlpack(cupy.zeros({numel}, dtype=cupy.float32))"
+    return Held(fake, Allocation(label, device, nbytes, fake, True, source), label)
 
 
 Derive = Callable[[Held], Held]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .subject import UsageError
@@ -59,6 +59,12 @@ class StateObjectSpec:
       tensors or NumPy arrays; containers are walked as in ACCT-8.
     * ``evictable=False`` for state that must never be evicted (``evict()``
       raises ``RuntimeError`` and the object stays resident, OBJ-6).
+    * ``model()``, optional, returns a plain model of a new object (OBJ-9,
+      ``object_models.ObjectModel``): every call goes to the model too, and the
+      object must raise what it raises and show what it shows. Observed are
+      ``view()`` with ``include_staged`` omitted, ``True`` and ``False``, plus
+      ``observations``: name -> function of the object (or the model), e.g.
+      ``{"len(obj)": len}``.
     """
 
     name: str
@@ -67,6 +73,8 @@ class StateObjectSpec:
     payloads: SearchStrategy[Any] | Callable[[SearchStrategy[Any]], SearchStrategy[Any]]
     held: Callable[[Any], object] = committed_view
     evictable: bool = True
+    model: Callable[[], Any] | None = None
+    observations: Mapping[str, Callable[[Any], object]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from hypothesis.strategies import SearchStrategy
@@ -76,6 +84,14 @@ class StateObjectSpec:
         for field_name in ("factory", "held"):
             if not callable(getattr(self, field_name)):
                 raise UsageError(f"StateObjectSpec {self.name!r}: {field_name} must be callable")
+        if self.model is not None and not callable(self.model):
+            raise UsageError(f"StateObjectSpec {self.name!r}: model must be callable or None")
+        if not isinstance(self.observations, Mapping) or not all(
+            isinstance(k, str) and callable(v) for k, v in self.observations.items()
+        ):
+            raise UsageError(
+                f"StateObjectSpec {self.name!r}: observations must map names to callables"
+            )
         if not isinstance(self.allocate, (Mapping, SearchStrategy)):
             raise UsageError(
                 f"StateObjectSpec {self.name!r}: allocate must be a mapping of keyword "

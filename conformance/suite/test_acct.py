@@ -1,18 +1,16 @@
 """ACCT-*: byte accounting and aliasing (SPEC.md, "ACCT: byte accounting and aliasing").
 
-ACCT-1..9 call ``subject.accounting`` (the subject's ``device_bytes``) directly;
-ACCT-10 and ACCT-11 go through a session and a manager. Expected bytes come
-from the suite's own memory model (``allocations.py``), or are written out by
-hand (ACCT-7, ACCT-9), never from an accounting implementation.
+ACCT-1..5, 8 and 9 call ``subject.accounting`` (the subject's ``device_bytes``)
+directly; ACCT-10 and ACCT-11 go through a session and a manager. Host memory
+(NumPy, memory shared by NumPy and torch, borrowed and opaque storages: ACCT-6,
+ACCT-7, ACCT-12) is checked in ``test_acct_host.py``. Expected bytes come from
+the suite's own memory model (``allocations.py``), or are written out by hand
+(ACCT-9), never from an accounting implementation.
 """
 
 from __future__ import annotations
 
-import ctypes
-import threading
-import warnings
 from collections import OrderedDict, UserList, deque
-from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -22,6 +20,7 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from sessionstate.conformance.accounting_cases import Case, accounting_of, count, run_case
 from sessionstate.conformance.allocations import (
     Held,
     allocate,
@@ -44,29 +43,8 @@ from sessionstate.conformance.strategies import (
 )
 
 
-def _accounting(subject: Any) -> Any:
-    if subject.accounting is None:
-        pytest.skip(f"subject {subject.name!r} has no accounting")
-    return subject.accounting
-
-
 def _nonzero(by_device: dict[str, int]) -> dict[str, int]:
     return {device: n for device, n in by_device.items() if n}
-
-
-def _checked(result: Any, call: str) -> Any:
-    """``result`` once checked to be a dict of device name -> int (ACCT-4, ACCT-5)."""
-    check(isinstance(result, dict), "ACCT-5", f"{call} returned {result!r}, not a new dict")
-    for device, nbytes in result.items():
-        check(isinstance(device, str), "ACCT-4", f"{call} has key {device!r}, not a device name")
-        check(type(nbytes) is int, "ACCT-4", f"{call} has {device!r}: {nbytes!r}, not an int")
-    return result
-
-
-def _count(accounting: Any, value: object, seen: set[Any], clause: str, call: str) -> Any:
-    with calling(clause, call):
-        result = accounting(value, seen)
-    return _checked(result, call)
 
 
 # A test that blames a more specific clause must be tagged with it too: a
@@ -142,14 +120,14 @@ _nonempty_views = values_from(_single(allocations(zero_size=False)))
 @pytest.mark.clause("ACCT-1", "ACCT-4")
 def test_tensor_counts_its_whole_storage(subject: Any) -> None:
     """Any view of an allocation, alone, counts the allocation's whole storage."""
-    accounting = _accounting(subject)
+    accounting = accounting_of(subject)
 
     @given(_nonempty_views)
     @example(_derived(allocate("cpu", (64, 16)), ".narrow(0, 1, 1)"))
     @example(_derived(allocate("cpu", (8, 4)), ".unsqueeze(0).expand(2, 8, 4)"))
     def run(held: Held) -> None:
         call = f"device_bytes({held!r}, set())"
-        observed = _count(accounting, held.value, set(), "ACCT-1", call)
+        observed = count(accounting, held.value, set(), "ACCT-1", call)
         expected = expected_bytes([held])
         clause = "ACCT-4" if set(_nonzero(observed)) != set(expected) else "ACCT-1"
         check_bytes(observed, expected, clause, call, definitions([held]))
@@ -163,12 +141,12 @@ _views_of_one = _views_of(_single(allocations()), "ACCT-2")
 @pytest.mark.clause("ACCT-2", "ACCT-1", "ACCT-4")
 def test_views_of_one_allocation_count_once(subject: Any) -> None:
     """Views, slices, expand, as_strided, transposes and view(dtype) of one allocation count once."""
-    accounting = _accounting(subject)
+    accounting = accounting_of(subject)
 
     @given(_views_of_one)
     def run(views: list[Held]) -> None:
         call = f"device_bytes({views!r}, set())"
-        observed = _count(accounting, [h.value for h in views], set(), "ACCT-2", call)
+        observed = count(accounting, [h.value for h in views], set(), "ACCT-2", call)
         _expect(accounting, observed, expected_bytes(views), views, "ACCT-2", call)
 
     run()
@@ -177,14 +155,14 @@ def test_views_of_one_allocation_count_once(subject: Any) -> None:
 @pytest.mark.clause("ACCT-3", "ACCT-1", "ACCT-4")
 def test_distinct_storages_count_separately(subject: Any) -> None:
     """Distinct storages count separately, meta and zero-size ones (data pointer 0) included."""
-    accounting = _accounting(subject)
+    accounting = accounting_of(subject)
 
     @given(st.lists(allocations(), min_size=2, max_size=6))
     @example([allocate("meta", (0,)), allocate("meta", (4,)), allocate("meta", (2, 3))])
     @example([allocate("cpu", (0,)), allocate("cpu", (0, 3)), allocate("cpu", (2,))])
     def run(pool: list[Held]) -> None:
         call = f"device_bytes({pool!r}, set())"
-        observed = _count(accounting, [h.value for h in pool], set(), "ACCT-3", call)
+        observed = count(accounting, [h.value for h in pool], set(), "ACCT-3", call)
         _expect(accounting, observed, expected_bytes(pool), pool, "ACCT-3", call)
 
     run()
@@ -203,12 +181,12 @@ def _one_per_device(draw: st.DrawFn) -> list[Held]:
 @pytest.mark.clause("ACCT-4", "ACCT-1", "ACCT-3")
 def test_bytes_are_keyed_by_device(subject: Any) -> None:
     """Each device's bytes appear under str(tensor.device), never summed with another's."""
-    accounting = _accounting(subject)
+    accounting = accounting_of(subject)
 
     @given(_one_per_device())
     def run(helds: list[Held]) -> None:
         call = f"device_bytes({helds!r}, set())"
-        observed = _count(accounting, [h.value for h in helds], set(), "ACCT-4", call)
+        observed = count(accounting, [h.value for h in helds], set(), "ACCT-4", call)
         _expect(accounting, observed, expected_bytes(helds), helds, "ACCT-4", call)
 
     run()
@@ -217,15 +195,15 @@ def test_bytes_are_keyed_by_device(subject: Any) -> None:
 @pytest.mark.clause("ACCT-4")
 def test_copy_to_another_device_is_another_storage(subject: Any) -> None:
     """A CPU tensor and its meta copy are two storages on two devices; so are cuda:0 and cuda:1."""
-    accounting = _accounting(subject)
+    accounting = accounting_of(subject)
     host = torch.zeros(5, dtype=torch.float32)
     call = "device_bytes([t, t.to('meta')], set()) with t = torch.zeros(5)"
-    observed = _count(accounting, [host, host.to("meta")], set(), "ACCT-4", call)
+    observed = count(accounting, [host, host.to("meta")], set(), "ACCT-4", call)
     check_bytes(observed, {"cpu": 20, "meta": 20}, "ACCT-4", call)
     if {"cuda:0", "cuda:1"} <= set(available_devices()):
         pair = [allocate("cuda:0", (3, 2)), allocate("cuda:1", (3, 2))]
         call = f"device_bytes({pair!r}, set())"
-        observed = _count(accounting, [h.value for h in pair], set(), "ACCT-4", call)
+        observed = count(accounting, [h.value for h in pair], set(), "ACCT-4", call)
         check_bytes(observed, {"cuda:0": 24, "cuda:1": 24}, "ACCT-4", call, definitions(pair))
 
 
@@ -235,12 +213,12 @@ def test_real_cuda_copies_count_on_their_device(subject: Any) -> None:
     """On a real GPU, a host tensor, its cuda:0 copy and views of it count per device."""
     if not torch.cuda.is_available():
         pytest.skip("torch.cuda.is_available() is False: no CUDA device is visible")
-    accounting = _accounting(subject)
+    accounting = accounting_of(subject)
     host = torch.zeros(4, 8, dtype=torch.float32)
     gpu = host.to("cuda:0")
     values = [host, gpu, gpu.t(), gpu[1:], torch.empty(0, device="cuda:0"), host.narrow(0, 1, 1)]
     call = "device_bytes([t, g, g.t(), g[1:], torch.empty(0, device='cuda:0'), t.narrow(0, 1, 1)], set())"
-    observed = _count(accounting, values, set(), "ACCT-4", call)
+    observed = count(accounting, values, set(), "ACCT-4", call)
     check_bytes(
         observed,
         {"cpu": 128, "cuda:0": 128},
@@ -259,7 +237,7 @@ _two_calls = st.tuples(
 @pytest.mark.clause("ACCT-5", *_BLAMABLE)
 def test_shared_seen_counts_each_storage_once_across_calls(subject: Any) -> None:
     """A second call with the same seen skips what the first counted and returns a new dict."""
-    accounting = _accounting(subject)
+    accounting = accounting_of(subject)
 
     @given(_two_calls)
     def run(calls: tuple[list[Held], list[Held]]) -> None:
@@ -267,10 +245,10 @@ def test_shared_seen_counts_each_storage_once_across_calls(subject: Any) -> None
         seen: set[Any] = set()
         counted: set[str] = set()
         call1, call2 = f"device_bytes({first!r}, seen)", f"device_bytes({second!r}, seen)"
-        result1 = _count(accounting, [h.value for h in first], seen, "ACCT-5", call1)
+        result1 = count(accounting, [h.value for h in first], seen, "ACCT-5", call1)
         snapshot = dict(result1)
         _expect(accounting, result1, expected_bytes(first, counted), first, "ACCT-5", call1)
-        result2 = _count(accounting, [h.value for h in second], seen, "ACCT-5", call2)
+        result2 = count(accounting, [h.value for h in second], seen, "ACCT-5", call2)
         _expect(
             accounting,
             result2,
@@ -283,142 +261,10 @@ def test_shared_seen_counts_each_storage_once_across_calls(subject: Any) -> None
         check(result2 is not result1, "ACCT-5", f"{call2} returned the dict {call1} returned")
         check_bytes(result1, snapshot, "ACCT-5", "first result", f"after {call2}")
         again = f"device_bytes({first + second!r}, seen)"
-        result3 = _count(accounting, [h.value for h in first + second], seen, "ACCT-5", again)
+        result3 = count(accounting, [h.value for h in first + second], seen, "ACCT-5", again)
         check_bytes(result3, {}, "ACCT-5", again, f"after {call1}; {call2}")
 
     run()
-
-
-_numpy_views = _views_of(st.lists(allocations(numpy=True), min_size=1, max_size=3), "ACCT-6")
-
-
-@pytest.mark.clause("ACCT-6")
-def test_numpy_views_count_their_owner_once(subject: Any) -> None:
-    """NumPy views count their owner's buffer once, under "cpu"."""
-    accounting = _accounting(subject)
-
-    @given(_numpy_views)
-    def run(views: list[Held]) -> None:
-        call = f"device_bytes({views!r}, set())"
-        observed = _count(accounting, [h.value for h in views], set(), "ACCT-6", call)
-        expected = expected_bytes(views)
-        check_bytes(observed, expected, "ACCT-6", call, definitions(views))
-
-    run()
-
-
-@dataclass(frozen=True)
-class Case:
-    """A hand-computed case: a program, the values of successive calls sharing one
-    ``seen``, and the bytes each call must return."""
-
-    id: str
-    program: str
-    calls: tuple[str, ...]
-    expected: tuple[dict[str, int], ...]
-
-    def build(self) -> list[tuple[str, object]]:
-        names: dict[str, Any] = {"torch": torch, "np": np, "deque": deque}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # sparse CSR/CSC are "beta" on this torch
-            exec(self.program, names)
-            return [(text, eval(text, names)) for text in self.calls]
-
-
-_T = "t = torch.zeros(6, dtype=torch.float32)"  # 24 bytes
-_OWNER = "owner = np.zeros(10, dtype=np.float32)"  # 40 bytes
-SHARED_MEMORY_CASES = [
-    Case("numpy-of-tensor", _T, ("t.numpy()",), ({"cpu": 24},)),
-    Case("tensor-and-its-numpy", _T, ("[t, t.numpy()]",), ({"cpu": 24},)),
-    Case("numpy-view-then-tensor", _T, ("[t.numpy()[2:], t]",), ({"cpu": 24},)),
-    Case("from-numpy-after-owner", _OWNER, ("[owner, torch.from_numpy(owner)]",), ({"cpu": 40},)),
-    Case("from-numpy-before-owner", _OWNER, ("[torch.from_numpy(owner), owner]",), ({"cpu": 40},)),
-    Case("offset-after-owner", _OWNER, ("[owner, torch.from_numpy(owner[1:])]",), ({"cpu": 40},)),
-    Case("offset-before-owner", _OWNER, ("[torch.from_numpy(owner[1:]), owner]",), ({"cpu": 40},)),
-    Case(
-        "overlapping-offsets",
-        _OWNER,
-        ("[torch.from_numpy(owner[2:5]), torch.from_numpy(owner[4:]), owner[::3], owner]",),
-        ({"cpu": 40},),
-    ),
-    Case("owner-then-offset", _OWNER, ("owner", "torch.from_numpy(owner[1:])"), ({"cpu": 40}, {})),
-    Case("tensor-then-numpy", _T, ("t", "t.numpy()[1:]"), ({"cpu": 24}, {})),
-    Case("numpy-then-tensor", _T, ("t.numpy()", "t"), ({"cpu": 24}, {})),
-]
-
-_V = "v = torch.tensor([1.0, 2.0, 3.0]); "  # 12 bytes; int64 indices are 8 bytes an entry
-_COO = _V + "i = torch.tensor([[0, 1, 2], [1, 2, 0]]); s = torch.sparse_coo_tensor(i, v, (3, 4))"
-_CSR = _V + "crow = torch.tensor([0, 1, 2, 3]); col = torch.tensor([1, 2, 0]); "
-_CSR += "s = torch.sparse_csr_tensor(crow, col, v, (3, 4))"
-_CSC = _V + "ccol = torch.tensor([0, 1, 2, 3, 3]); row = torch.tensor([2, 0, 1]); "
-_CSC += "s = torch.sparse_csc_tensor(ccol, row, v, (3, 4))"
-_T5 = "t = torch.zeros(5, dtype=torch.float32); "  # 20 bytes
-SPARSE_CASES = [
-    Case("sparse-coo", _COO, ("s",), ({"cpu": 60},)),
-    Case("sparse-csr", _CSR, ("s",), ({"cpu": 68},)),
-    Case("sparse-csc", _CSC, ("{'k': [s]}",), ({"cpu": 76},)),
-]
-CYCLE_CASES = [
-    Case("self-list", _T5 + "a = [t]; a.append(a)", ("a",), ({"cpu": 20},)),
-    Case("self-dict", _T5 + "d = {'t': t}; d['self'] = d", ("d",), ({"cpu": 20},)),
-    Case("self-deque", _T5 + "q = deque([t]); q.append(q)", ("q",), ({"cpu": 20},)),
-    Case(
-        "mutual",
-        _T5 + "a = [t]; b = {'a': a, 't': t}; a.append(b)",
-        ("[b, a]",),
-        ({"cpu": 20},),
-    ),
-    Case("through-tuple", _T5 + "a = [t]; a.append((a, t))", ("a",), ({"cpu": 20},)),
-    Case("shared-not-cyclic", _T5 + "s = [t]; big = [s] * 50", ("[big, big]",), ({"cpu": 20},)),
-]
-
-_DEADLINE_S = 5.0
-
-
-class _Abandoned(BaseException):
-    """Raised into an accounting call that ran past its deadline, to stop it."""
-
-
-def _within_deadline(
-    accounting: Any, value: object, seen: set[Any], clause: str, call: str, when: str
-) -> Any:
-    """``accounting(value, seen)`` on a watchdog thread: a walk that never ends fails
-    ``clause`` after ``_DEADLINE_S`` instead of hanging the suite (ACCT-9)."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = accounting(value, seen)
-        except BaseException as error:
-            box["error"] = error
-
-    worker = threading.Thread(target=target, name=f"{clause} {call}", daemon=True)
-    worker.start()
-    worker.join(_DEADLINE_S)
-    if worker.is_alive():
-        ident = ctypes.c_ulong(worker.ident or 0)
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ident, ctypes.py_object(_Abandoned))
-        check(False, clause, f"{call} did not return within {_DEADLINE_S} s, after {when}")
-    if "error" in box:
-        with calling(clause, call):  # RecursionError included: it is a failure too
-            raise box["error"]
-    return _checked(box["result"], call)
-
-
-def _run_case(accounting: Any, case: Case, clause: str, counting: str | None = None) -> None:
-    """Run ``case``: any raise or hang fails ``clause``, a wrong count ``counting`` (or ``clause``)."""
-    seen: set[Any] = set()
-    for (text, value), expected in zip(case.build(), case.expected, strict=True):
-        call = f"device_bytes({text}, seen)"
-        observed = _within_deadline(accounting, value, seen, clause, call, case.program)
-        check_bytes(observed, expected, counting or clause, call, case.program)
-
-
-@pytest.mark.clause("ACCT-7")
-@pytest.mark.parametrize("case", SHARED_MEMORY_CASES, ids=lambda c: c.id)
-def test_memory_shared_by_numpy_and_torch_counts_once(subject: Any, case: Case) -> None:
-    """tensor.numpy() and torch.from_numpy(array), with or without an offset, alias their source."""
-    _run_case(_accounting(subject), case, "ACCT-7")
 
 
 # Roots only, on cpu: a failure here is about walking, not aliasing or devices.
@@ -430,12 +276,12 @@ _nested_roots = nested_containers(st.one_of(values_from(_cpu_roots, max_steps=0)
 def test_containers_are_walked_and_other_objects_count_nothing(subject: Any) -> None:
     """Mapping values and sequence items are walked to any depth; keys, sets, str and
     other objects are not."""
-    accounting = _accounting(subject)
+    accounting = accounting_of(subject)
 
     @given(_nested_roots)
     def run(value: Nested) -> None:
         call = f"device_bytes({value!r}, set())"
-        observed = _count(accounting, value.value, set(), "ACCT-8", call)
+        observed = count(accounting, value.value, set(), "ACCT-8", call)
         check_bytes(
             observed, expected_bytes(value.counted), "ACCT-8", call, definitions(value.contained)
         )
@@ -470,26 +316,53 @@ def _walk_examples() -> list[Nested]:
 @pytest.mark.clause("ACCT-8")
 def test_deep_nesting_is_walked(subject: Any) -> None:
     """A tensor 100 containers deep counts."""
-    accounting = _accounting(subject)
+    accounting = accounting_of(subject)
     value: object = torch.zeros(3, dtype=torch.int64)
     for depth in range(100):
         value = [value] if depth % 3 == 0 else {"k": value} if depth % 3 == 1 else (value,)
     call = "device_bytes([{'k': ([...],)}] nested 100 deep around torch.zeros(3, dtype=torch.int64), set())"
-    check_bytes(_count(accounting, value, set(), "ACCT-8", call), {"cpu": 24}, "ACCT-8", call)
+    check_bytes(count(accounting, value, set(), "ACCT-8", call), {"cpu": 24}, "ACCT-8", call)
+
+
+_V = "v = torch.tensor([1.0, 2.0, 3.0]); "  # 12 bytes; int64 indices are 8 bytes an entry
+_COO = _V + "i = torch.tensor([[0, 1, 2], [1, 2, 0]]); s = torch.sparse_coo_tensor(i, v, (3, 4))"
+_CSR = _V + "crow = torch.tensor([0, 1, 2, 3]); col = torch.tensor([1, 2, 0]); "
+_CSR += "s = torch.sparse_csr_tensor(crow, col, v, (3, 4))"
+_CSC = _V + "ccol = torch.tensor([0, 1, 2, 3, 3]); row = torch.tensor([2, 0, 1]); "
+_CSC += "s = torch.sparse_csc_tensor(ccol, row, v, (3, 4))"
+_T5 = "t = torch.zeros(5, dtype=torch.float32); "  # 20 bytes
+SPARSE_CASES = [
+    Case("sparse-coo", _COO, ("s",), ({"cpu": 60},)),
+    Case("sparse-csr", _CSR, ("s",), ({"cpu": 68},)),
+    Case("sparse-csc", _CSC, ("{'k': [s]}",), ({"cpu": 76},)),
+]
+CYCLE_CASES = [
+    Case("self-list", _T5 + "a = [t]; a.append(a)", ("a",), ({"cpu": 20},)),
+    Case("self-dict", _T5 + "d = {'t': t}; d['self'] = d", ("d",), ({"cpu": 20},)),
+    Case("self-deque", _T5 + "q = deque([t]); q.append(q)", ("q",), ({"cpu": 20},)),
+    Case(
+        "mutual",
+        _T5 + "a = [t]; b = {'a': a, 't': t}; a.append(b)",
+        ("[b, a]",),
+        ({"cpu": 20},),
+    ),
+    Case("through-tuple", _T5 + "a = [t]; a.append((a, t))", ("a",), ({"cpu": 20},)),
+    Case("shared-not-cyclic", _T5 + "s = [t]; big = [s] * 50", ("[big, big]",), ({"cpu": 20},)),
+]
 
 
 @pytest.mark.clause("ACCT-9")
 @pytest.mark.parametrize("case", SPARSE_CASES, ids=lambda c: c.id)
 def test_sparse_tensors_count_their_components(subject: Any, case: Case) -> None:
     """Sparse COO/CSR/CSC tensors count their index and value tensors instead of raising."""
-    _run_case(_accounting(subject), case, "ACCT-9")
+    run_case(accounting_of(subject), case, "ACCT-9")
 
 
 @pytest.mark.clause("ACCT-9", "ACCT-8")
 @pytest.mark.parametrize("case", CYCLE_CASES, ids=lambda c: c.id)
 def test_self_referencing_containers_terminate(subject: Any, case: Case) -> None:
     """A container that holds itself terminates (ACCT-9) and counts what it holds (ACCT-8)."""
-    _run_case(_accounting(subject), case, "ACCT-9", counting="ACCT-8")
+    run_case(accounting_of(subject), case, "ACCT-9", counting="ACCT-8")
 
 
 # MUST-level values only: torch on every device, NumPy owners and their views;
@@ -563,3 +436,19 @@ def test_manager_counts_sessions_in_the_table_once(subject: Any) -> None:
         check_bytes(observed, expected_bytes(held), "ACCT-11", "manager.nbytes_by_device()", when)
 
     run()
+
+
+@pytest.mark.clause("ACCT-11")
+@pytest.mark.parametrize("device", available_devices())
+def test_storage_shared_by_two_sessions_counts_once(subject: Any, device: str) -> None:
+    """The plainest sharing, in every run rather than when drawn: one allocation, held as an
+    attribute by one live session and as a view in a buffer of another, counts once."""
+    held = allocate(device, (2, 3))
+    view = derivations(held)[0](held)
+    with calling("ACCT-11", "make_manager(max_sessions=4)"):
+        manager = subject.make_manager(max_sessions=4)
+        manager.get_or_create_session("a").attrs["cache"] = held.value
+        _fill(subject, manager.get_or_create_session("b"), SessionContents([[view]], {}), "ACCT-11")
+        observed = manager.nbytes_by_device()
+    when = f"sessions 'a' (attrs['cache'] = {held!r}) and 'b' (a buffer holding {view!r})"
+    check_bytes(observed, expected_bytes([held]), "ACCT-11", "manager.nbytes_by_device()", when)

@@ -1,15 +1,17 @@
 """OBJ-*: custom StateObjects (SPEC.md, "OBJ: custom StateObjects").
 
 One state machine run per ``StateObjectSpec`` in ``subject.state_objects``, the
-test id naming the spec. The model is small on purpose (is the object
-resident, what may be staged, which session holds it); everything else is read
-back through the spec's ``held(obj)`` and priced by the suite's
-``MemoryModel``, never by the object's own code.
+test id naming the spec. The machine's own model is small on purpose (is the
+object resident, what may be staged, which session holds it); everything else is
+read back through the spec's ``held(obj)`` and priced by the suite's
+``MemoryModel``, never by the object's own code. What the object holds is
+compared with the spec's own plain model, when it declares one (OBJ-9,
+``object_models``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -29,6 +31,7 @@ from hypothesis.strategies import SearchStrategy
 from sessionstate.conformance import StateObjectSpec, UsageError
 from sessionstate.conformance.allocations import allocate, available_devices
 from sessionstate.conformance.checks import calling, check_bytes, check_equal
+from sessionstate.conformance.object_models import ModelMirror, check_recomputable
 from sessionstate.conformance.plugin import load_configured_subject
 from sessionstate.conformance.state_objects import UNKNOWN_KEYWORD, MemoryModel
 from sessionstate.conformance.subject import typed_specs
@@ -36,13 +39,17 @@ from sessionstate.conformance.subject import typed_specs
 if TYPE_CHECKING:
     from sessionstate.conformance.allocations import Allocation, Held
 
-OBJ_CLAUSES = tuple(f"OBJ-{n}" for n in range(1, 9))
+#: Checked for every spec; OBJ-9 only for a spec with a model.
+OBJ_CLAUSES = (*(f"OBJ-{n}" for n in range(1, 9)), "OBJ-10")
 _SHAPES = ((0,), (2,), (3,), (2, 2), (3, 2), (4,))
 _DTYPES = ("float32", "float16", "int64")
+_MISUSES = ("an unknown keyword", "a positional sizing argument", "a positional include_staged")
+Args = tuple[Any, ...]
+Kwargs = Mapping[str, Any] | None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrize ``spec`` by the subject's specs (one ``None`` when it has none)."""
+    """Parametrize ``spec`` by the subject's specs (``spec_params``)."""
     if "spec" not in metafunc.fixturenames:
         return
     subject = load_configured_subject(metafunc.config)
@@ -50,12 +57,32 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         specs = typed_specs(subject, "state_objects", StateObjectSpec)
     except UsageError as error:
         raise pytest.UsageError(str(error)) from None
-    metafunc.parametrize("spec", specs or [None], ids=[s.name for s in specs] or ["none"])
+    metafunc.parametrize("spec", spec_params(specs))
 
 
-@pytest.mark.clause(*OBJ_CLAUSES)
+def spec_params(specs: Sequence[StateObjectSpec]) -> list[Any]:
+    """One item per spec (one ``None`` when there is none), clause marks per item.
+
+    OBJ-9 is tagged only where a model checks it; a spec without a model adds an
+    OBJ-9 item skipped naming it, as a missing capability is, so OBJ-9 never
+    passes for want of a model.
+    """
+    every = pytest.mark.clause(*OBJ_CLAUSES, "OBJ-9")
+    params = [] if specs else [pytest.param(None, id="none", marks=every)]
+    for spec in specs:
+        if spec.model is not None:
+            params.append(pytest.param(spec, id=spec.name, marks=every))
+            continue
+        reason = f"OBJ-9 needs a model, which spec {spec.name!r} does not declare"
+        no_model = [pytest.mark.clause("OBJ-9"), pytest.mark.skip(reason=reason)]
+        params.append(pytest.param(spec, id=spec.name, marks=pytest.mark.clause(*OBJ_CLAUSES)))
+        params.append(pytest.param(spec, id=f"{spec.name}-no-model", marks=no_model))
+    return params
+
+
 def test_state_object(subject: Any, spec: StateObjectSpec | None) -> None:
-    """The object follows the StateObject contract through every sequence of its methods."""
+    """The object follows the StateObject contract through every sequence of its methods
+    (tagged per spec by ``pytest_generate_tests``)."""
     if spec is None:
         pytest.skip(f"subject {subject.name!r} has no state_objects")
     run_state_object_machine(subject, spec)
@@ -100,6 +127,7 @@ class StateObjectMachine(RuleBasedStateMachine):
         self.attrs: list[Allocation] = []
         self.last = "factory()"
         self.obj = self._create()
+        self.mirror = ModelMirror(spec.model, spec.observations)  # OBJ-9; inert without a model
 
     # -- helpers ---------------------------------------------------------------
 
@@ -137,28 +165,42 @@ class StateObjectMachine(RuleBasedStateMachine):
         return f"after {self.last}"
 
     def _call(
-        self, call: str, thunk: Callable[[], Any], clause: str, refusable: bool = False
-    ) -> Any:
-        """Call the subject; with ``refusable``, a ``RuntimeError`` is an allowed
-        refusal, which must change nothing. Any other exception fails ``clause``."""
+        self, call: str, clause: str, method: str, args: Args = (), kwargs: Kwargs = None,
+        refusable: bool = False,
+    ) -> Any:  # fmt: skip
+        """``obj.method(*args, **kwargs)``, after the same call on the spec's model.
+
+        An exception the model raised too is OBJ-9's to judge; with
+        ``refusable``, a ``RuntimeError`` is an allowed refusal, which must
+        change nothing. Any other exception fails ``clause``.
+        """
         self.last = call
+        self.mirror.call(method, args, kwargs or {})
         before = self._snapshot(clause) if refusable else None
+        error: Exception | None = None
         with calling(clause, call):
             try:
-                return thunk()
-            except RuntimeError:
-                if before is None:
+                result = getattr(self.obj, method)(*args, **(kwargs or {}))
+            except Exception as raised:
+                refused = before is not None and isinstance(raised, RuntimeError)
+                if self.mirror.raised is None and not refused:
                     raise
-        self.last = f"{call}, refused with RuntimeError"
-        self._check_unchanged(before, clause)
-        return None
+                error, result = raised, None
+        if error is not None:
+            self.last = f"{call}, raised {type(error).__name__}"
+        if before is not None and isinstance(error, RuntimeError):
+            self._check_unchanged(before, clause)
+        self.mirror.check_outcome(call, error)
+        return result
 
     def _expect_error(
-        self, call: str, thunk: Callable[[], Any], error: type[Exception], clause: str, when: str
-    ) -> None:
+        self, call: str, error: type[Exception], clause: str, when: str, method: str,
+        args: Args = (), kwargs: Kwargs = None,
+    ) -> None:  # fmt: skip
         self.last = call
+        self.mirror.call(method, args, kwargs or {})  # keeps the model in step
         try:
-            thunk()
+            getattr(self.obj, method)(*args, **(kwargs or {}))
         except error:
             return
         except Exception as other:
@@ -175,8 +217,7 @@ class StateObjectMachine(RuleBasedStateMachine):
 
     def _write(self, method: str, data: Any) -> None:
         payload, text = self._draw_payload(data)
-        thunk = lambda: getattr(self.obj, method)(payload)  # noqa: E731
-        self._call(f"{method}({text})", thunk, "OBJ-1", refusable=not self.resident)
+        self._call(f"{method}({text})", "OBJ-1", method, (payload,), refusable=not self.resident)
         self.just_staged = False
 
     def _counts_staged(self, observed: dict[str, int]) -> bool:
@@ -205,18 +246,25 @@ class StateObjectMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def allocate(self, data: Any) -> None:
         kwargs = data.draw(self.kwargs, label="kwargs")
-        self._call(f"allocate({_keywords(kwargs)})", lambda: self.obj.allocate(**kwargs), "OBJ-1")
+        self._call(f"allocate({_keywords(kwargs)})", "OBJ-1", "allocate", (), kwargs)
         self.resident, self.just_staged = True, False
         payloads = [a for a in self.held_allocations("OBJ-1") if self.memory.is_suites(a)]
         check_equal(payloads, [], "OBJ-1", "payload allocations held", self._when())
 
-    @rule(data=st.data())
-    def allocate_unknown_keyword(self, data: Any) -> None:
-        kwargs = {**data.draw(self.kwargs, label="kwargs"), UNKNOWN_KEYWORD: 1}
+    @rule(data=st.data(), misuse=st.sampled_from(_MISUSES))
+    def allocate_or_view_wrongly(self, data: Any, misuse: str) -> None:
+        # Keyword-only (OBJ-7): allocate() with an unknown keyword, or with its
+        # first sizing argument (None when it has none) by position; view(flag).
+        kwargs, method, args = data.draw(self.kwargs, label="kwargs"), "allocate", ()
+        if misuse == _MISUSES[0]:
+            kwargs[UNKNOWN_KEYWORD] = 1
+        elif misuse == _MISUSES[1]:
+            args = (kwargs.pop(next(iter(kwargs))) if kwargs else None,)
+        else:
+            method, args, kwargs = "view", (data.draw(st.booleans(), label="flag"),), {}
         before = self._snapshot("OBJ-7")
-        call = f"allocate({_keywords(kwargs)})"
-        thunk = lambda: self.obj.allocate(**kwargs)  # noqa: E731
-        self._expect_error(call, thunk, TypeError, "OBJ-7", "an unknown keyword")
+        call = f"{method}({_keywords(kwargs, args)})"
+        self._expect_error(call, TypeError, "OBJ-7", misuse, method, args, kwargs)
         self._check_unchanged(before, "OBJ-7")
 
     @rule(data=st.data())
@@ -228,7 +276,7 @@ class StateObjectMachine(RuleBasedStateMachine):
         # staged; right after stage() it must take the staged payload (OBJ-3).
         must_take = self.resident and self.just_staged
         clause = "OBJ-3" if must_take else "OBJ-1"
-        self._call("commit()", lambda: self.obj.commit(), clause, refusable=not must_take)
+        self._call("commit()", clause, "commit", refusable=not must_take)
         self.just_staged = False
 
     @rule(data=st.data())
@@ -239,28 +287,29 @@ class StateObjectMachine(RuleBasedStateMachine):
     def stage(self, data: Any) -> None:
         payload, text = self._draw_payload(data)
         before = self._snapshot("OBJ-3")
-        self._call(f"stage({text})", lambda: self.obj.stage(payload), "OBJ-3")
+        self._call(f"stage({text})", "OBJ-3", "stage", (payload,))
         self._check_unchanged(before, "OBJ-3")
         self.staged, self.just_staged = payload, True
 
     @rule()
     def discard(self) -> None:
         before = self._snapshot("OBJ-3")
-        self._call("discard()", lambda: self.obj.discard(), "OBJ-3")
+        self._call("discard()", "OBJ-3", "discard")
         self._check_unchanged(before, "OBJ-3")
         self.staged, self.just_staged = None, False
 
-    @rule(include_staged=st.booleans())
-    def view(self, include_staged: bool) -> None:
+    @rule(include_staged=st.sampled_from([None, True, False]))
+    def view(self, include_staged: bool | None) -> None:
+        # None: view() with the default, which must be include_staged=True (OBJ-9).
         before = self._snapshot("OBJ-1")
-        call = f"view(include_staged={include_staged})"
-        thunk = lambda: self.obj.view(include_staged=include_staged)  # noqa: E731
-        self._call(call, thunk, "OBJ-1", refusable=not self.resident)
+        kwargs = {} if include_staged is None else {"include_staged": include_staged}
+        call = f"view({_keywords(kwargs)})"
+        self._call(call, "OBJ-1", "view", (), kwargs, refusable=not self.resident)
         self._check_unchanged(before, "OBJ-1")
 
     @rule()
     def reset(self) -> None:
-        self._call("reset()", lambda: self.obj.reset(), "OBJ-1")
+        self._call("reset()", "OBJ-1", "reset")
         self.resident, self.staged, self.just_staged = False, None, False
 
     @precondition(lambda self: self.resident)
@@ -268,15 +317,13 @@ class StateObjectMachine(RuleBasedStateMachine):
     def evict(self) -> None:
         if not self.spec.evictable:
             before = self._snapshot("OBJ-6")
-            thunk = lambda: self.obj.evict()  # noqa: E731
-            self._expect_error(
-                "evict()", thunk, RuntimeError, "OBJ-6", "the spec says evictable=False"
-            )
+            when = "the spec says evictable=False"
+            self._expect_error("evict()", RuntimeError, "OBJ-6", when, "evict")
             self.last = "evict() of a never-evictable object"
             self._check_unchanged(before, "OBJ-6")
             return
         held = sum(self.memory.expected(self.held_allocations()).values())
-        freed = self._call("evict()", lambda: self.obj.evict(), "OBJ-6")
+        freed = self._call("evict()", "OBJ-6", "evict")
         check_equal(freed, held, "OBJ-6", "evict()", f"with {held} bytes held")
         self.resident, self.staged, self.just_staged = False, None, False
         with calling("OBJ-6", "resident after evict()"):
@@ -325,6 +372,7 @@ class StateObjectMachine(RuleBasedStateMachine):
             stored = self.session.get(name)
         check_equal(stored is got, True, "OBJ-8", f"session.get({name!r}) is the new object")
         self.obj, self.staged, self.just_staged = got, None, False
+        self.mirror.renew()
 
     # -- invariants ---------------------------------------------------------------
 
@@ -336,6 +384,8 @@ class StateObjectMachine(RuleBasedStateMachine):
         self._check_bytes()
         self._check_seen()
         self._check_nbytes()
+        check_recomputable(self.obj, self.resident, self._when())  # OBJ-10
+        self.mirror.check_observations(self.obj, self._when())  # OBJ-9
 
     def _check_resident(self) -> None:
         with calling("OBJ-1", f"resident {self._when()}"):
@@ -405,5 +455,5 @@ def _nonzero(by_device: Mapping[str, int]) -> dict[str, int]:
     return {device: n for device, n in by_device.items() if n}
 
 
-def _keywords(kwargs: Mapping[str, object]) -> str:
-    return ", ".join(f"{key}={value!r}" for key, value in kwargs.items())
+def _keywords(kwargs: Mapping[str, object], args: Args = ()) -> str:
+    return ", ".join([*map(repr, args), *(f"{key}={value!r}" for key, value in kwargs.items())])

@@ -22,6 +22,8 @@ from sessionstate.conformance.allocations import (
     Held,
     allocate,
     available_devices,
+    borrow,
+    borrowing_available,
     definitions,
     derivations,
     expected_bytes,
@@ -162,6 +164,30 @@ def test_derivation_chains_stay_views_of_the_root(pair: tuple[Held, Held]) -> No
     rebuilt = eval(derived.expr, _namespace([root]))
     assert _layout(rebuilt) == _layout(derived.value)
     assert _owner(rebuilt) is _owner(root.value)
+
+
+@pytest.mark.skipif(not borrowing_available(), reason="no borrowed storages on this torch")
+@pytest.mark.parametrize(
+    "device", [d for d in available_devices() if d == "meta" or is_simulated(d)]
+)
+def test_borrowed_storages_are_not_resizable_at_address_zero(device: str) -> None:
+    """``borrow`` makes what torch.from_dlpack does off the host: a storage torch cannot
+    resize, here at data pointer 0, of the modelled size, on the asked device."""
+    held = borrow(device, 3)
+    storage = held.value.untyped_storage()
+    assert (str(held.value.device), tuple(held.value.shape)) == (device, (3,))
+    assert (storage.resizable(), storage.nbytes()) == (False, 12)
+    assert expected_bytes([held, borrow(device, 2)]) == {device: 20}
+    if device == "meta":
+        assert storage.data_ptr() == 0
+        rebuilt = eval(held.allocation.source, {"torch": torch})
+        assert rebuilt.untyped_storage().resizable() is False
+
+
+def test_borrow_refuses_a_real_device() -> None:
+    """Only meta and simulated devices: nothing real is behind a borrowed storage."""
+    with pytest.raises(ValueError, match="only meta and simulated"):
+        borrow("cpu", 2)
 
 
 @pytest.mark.parametrize("device", ["cpu", "meta"])

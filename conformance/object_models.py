@@ -1,0 +1,146 @@
+"""OBJ-9: a StateObject checked against the plain model its spec declares (and
+OBJ-10, the one property every object shows the same way).
+
+A :class:`StateObjectSpec` may name a ``model``: a factory of a plain Python
+object with the same methods as the StateObject (``allocate``, ``commit``,
+``append``, ``stage``, ``discard``, ``view``, ``reset``, ``evict``) that states
+what the object holds, the way zarr checks its stores against a dict. The OBJ
+machine applies every call to the model first, then to the object
+(:class:`ModelMirror`): the object must raise an exception of the type the
+model raised, or nothing when the model raised nothing, and after every step
+the object's observations (its three views, plus the spec's own
+``observations``) must equal the model's bit for bit (``bitwise``).
+
+:class:`ObjectModel` gives a model the contract's defaults (contract section
+2): ``stage`` records, ``discard`` clears, ``append`` is ``commit``, ``evict``
+is ``reset``. Nothing here knows any particular object.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .bitwise import Raised, Shown, bit_difference, show
+from .checks import calling, check, check_equal
+
+__all__ = ["VIEWS", "ModelMirror", "ObjectModel", "check_recomputable"]
+
+Observation = Callable[[Any], object]
+
+#: Observed on every object with a model; ``view()`` is how the default
+#: ``include_staged=True`` is checked.
+VIEWS: Mapping[str, Observation] = {
+    "view()": lambda obj: obj.view(),
+    "view(include_staged=True)": lambda obj: obj.view(include_staged=True),
+    "view(include_staged=False)": lambda obj: obj.view(include_staged=False),
+}
+
+
+class ObjectModel(ABC):
+    """Base of plain models: the StateObject defaults; subclasses add ``allocate``,
+    ``commit``, ``view`` and ``reset``.
+
+    A model changes nothing observable when it raises (validate, then mutate):
+    the object is held to exactly what the model does.
+    """
+
+    staged: Any = None
+
+    @abstractmethod
+    def commit(self, payload: Any = None) -> None: ...
+
+    @abstractmethod
+    def view(self, *, include_staged: bool = True) -> object: ...
+
+    @abstractmethod
+    def reset(self) -> None: ...
+
+    def stage(self, payload: Any) -> None:
+        self.staged = payload
+
+    def discard(self) -> None:
+        self.staged = None
+
+    def append(self, payload: Any) -> None:
+        self.commit(payload)
+
+    def evict(self, policy: object = None) -> None:
+        self.reset()
+
+
+class ModelMirror:
+    """The spec's model, driven call for call alongside the object (OBJ-9).
+
+    With no model in the spec every method does nothing, so the machine runs
+    exactly as before for that spec.
+    """
+
+    def __init__(self, factory: Callable[[], Any] | None, extra: Mapping[str, Observation]):
+        self.factory = factory
+        self.observations = {**VIEWS, **extra}
+        self.model: Any = None
+        self.raised: Exception | None = None  # what the model's last call raised
+        self.renew()
+
+    def renew(self) -> None:
+        """A fresh model, for the fresh object a ``factory()`` made."""
+        self.model = None if self.factory is None else self.factory()
+
+    def call(self, method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
+        """Apply ``method(*args, **kwargs)`` to the model, remembering what it raised."""
+        self.raised = None
+        if self.model is None:
+            return
+        try:
+            getattr(self.model, method)(*args, **kwargs)
+        except Exception as error:
+            self.raised = error
+
+    @property
+    def active(self) -> bool:
+        """Whether the spec has a model: then OBJ-9 judges every exception of the object."""
+        return self.model is not None
+
+    def check_outcome(self, call: str, error: Exception | None) -> None:
+        """The object raised the model's exception type, or nothing when the model did not."""
+        if self.model is None or type(error) is type(self.raised):
+            return
+        observed = "nothing" if error is None else repr(error)
+        expected = "nothing" if self.raised is None else type(self.raised).__name__
+        what = f"exception from {call}"
+        check_equal(Shown(observed), Shown(expected), "OBJ-9", what, "as its model")
+
+    def check_observations(self, obj: Any, when: str) -> None:
+        """Every observation of ``obj`` equals the model's, bit for bit."""
+        if self.model is None:
+            return
+        for name, observe in self.observations.items():
+            observed, expected = _observe(observe, obj), _observe(observe, self.model)
+            found = bit_difference(observed, expected, name)
+            if found is None:
+                continue
+            what, shown = found.path, (Shown(found.observed), Shown(found.expected))
+            if isinstance(observed, Raised) or isinstance(expected, Raised):
+                what, shown = name, (Shown(show(observed)), Shown(show(expected)))
+            check_equal(*shown, "OBJ-9", what, f"{when}, as its model")
+
+
+def check_recomputable(obj: Any, resident: bool, when: str) -> None:
+    """OBJ-10: ``recomputable`` is the bool ``recompute_source is not None and resident``,
+    ``recompute_cost`` an int >= 0 (``resident`` is the suite's, checked by OBJ-1)."""
+    with calling("OBJ-10", f"recomputable {when}"):
+        recomputable, source, cost = obj.recomputable, obj.recompute_source, obj.recompute_cost
+    when = f"recompute_source={source!r}, resident={resident}, {when}"
+    check_equal(recomputable, source is not None and resident, "OBJ-10", "recomputable", when)
+    check_equal(type(recomputable), bool, "OBJ-10", "type(recomputable)", when)
+    natural = type(cost) is int and cost >= 0
+    check(natural, "OBJ-10", f"recompute_cost={cost!r}, but should be an int >= 0")
+
+
+def _observe(observe: Observation, target: Any) -> object:
+    try:
+        return observe(target)
+    except Exception as error:
+        return Raised(error)
