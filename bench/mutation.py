@@ -89,6 +89,12 @@ def mutated_line(diff: str) -> str:
     return found.strip()
 
 
+def mutant_line(diff: str) -> str:
+    """What the mutant put in place of ``mutated_line`` (its added lines, stripped)."""
+    lines = diff.split("\n@@", 1)[1].splitlines()[1:]
+    return " ".join(t[1:].strip() for t in lines if t.startswith("+") and t[1:].strip())
+
+
 def mutants() -> list[dict[str, str]]:
     """Every mutant that ran: module file name, operator, original line, outcome, diff."""
     con = sqlite3.connect(SESSION)
@@ -99,7 +105,8 @@ def mutants() -> list[dict[str, str]]:
     ).fetchall()
     return [
         {"module": Path(module).name, "operator": operator.split("/")[-1],
-         "line": mutated_line(diff), "outcome": str(outcome), "diff": diff}
+         "line": mutated_line(diff), "into": mutant_line(diff), "outcome": str(outcome),
+         "diff": diff}
         for module, operator, outcome, diff in rows
     ]  # fmt: skip
 
@@ -110,6 +117,7 @@ def matches(note: dict[str, Any], mutant: dict[str, str]) -> bool:
         note["module"] == mutant["module"]
         and mutant["line"] in lines
         and mutant["operator"] in note["operators"]
+        and mutant["into"] in note.get("into", [mutant["into"]])
     )
 
 
@@ -144,7 +152,8 @@ def write_report(runs: list[dict[str, str]], minutes: float | None) -> None:
         )
     for group in sorted(by_note.values(), key=lambda g: (g[0]["module"], g[0]["line"])):
         note = note_of[id(group[0])]
-        kind = note["kind"] if note else "UNCLASSIFIED"
+        closed = any(matches(n, group[0]) for n in notes.get("closed", []))
+        kind = note["kind"] if note else "CLOSED GAP SURVIVES" if closed else "UNCLASSIFIED"
         operators = ", ".join(sorted({m["operator"] for m in group}))
         lines += [f"### {group[0]['module']}: `{group[0]['line']}` ({len(group)}): {kind}", "",
                   f"Operators: {operators}.", "",
