@@ -1,0 +1,72 @@
+"""The mutation session's own tools: tree copies that import themselves, and the notes.
+
+These run without cosmic-ray; they pin what the hour-long sessions rely on.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomllib
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+
+import mutation  # noqa: E402
+
+DIFF = """--- mutation diff ---
+--- a/reference/base.py
++++ b/reference/base.py
+@@ -91,7 +91,6 @@
+         return sum(self.nbytes_by_device(set()).values())
+-
+-    @property
+     def recomputable(self) -> bool:
+         return self.recompute_source is not None and self.resident
+"""
+
+
+def test_a_tree_copy_imports_sessionstate_from_itself(tmp_path: Path) -> None:
+    mutation.copy_tree(tmp_path)
+    code = (
+        "import sys; from pathlib import Path; sys.path.insert(0, 'bench'); import tree_import; "
+        "tree_import.install(Path('.')); import sessionstate.reference as r; print(r.__file__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert Path(out.stdout.strip()) == (tmp_path / "reference" / "__init__.py").resolve()
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=tmp_path, capture_output=True)
+    assert status.stdout == b""  # pristine, so mutation_test finds the mutated module by git diff
+
+
+def test_a_removed_decorator_is_named_with_its_def() -> None:
+    assert mutation.mutated_line(DIFF) == "@property def recomputable(self) -> bool:"
+    assert mutation.mutant_line(DIFF) == ""
+
+
+def test_notes_match_by_line_operator_and_replacement() -> None:
+    note = {
+        "module": "base.py",
+        "lines": ["x = 0"],
+        "operators": ["NumberReplacer"],
+        "into": ["x = 1"],
+    }
+    mutant = {"module": "base.py", "line": "x = 0", "operator": "NumberReplacer", "into": "x = 1"}
+    assert mutation.matches(note, mutant)
+    assert not mutation.matches(note, {**mutant, "into": "x = -1"})
+    assert not mutation.matches(note, {**mutant, "operator": "AddNot"})
+
+
+@pytest.mark.parametrize("section", ["survivor", "closed"])
+def test_every_note_is_complete(section: str) -> None:
+    notes = tomllib.loads((REPO / "bench" / "mutation-notes.toml").read_text(encoding="utf-8"))
+    for note in notes[section]:
+        assert (REPO / "reference" / note["module"]).exists()
+        assert note.get("line") or note.get("lines")
+        assert note["operators"]
+        assert note.get("reason" if section == "survivor" else "closed_by", "").strip()
+        if section == "survivor":
+            assert note["kind"] == "equivalent"
