@@ -69,7 +69,11 @@ def main() -> None:
         for (entry, _seed), run in zip(jobs, runs, strict=True):
             run["name"] = entry.name
             run["kills"] = list(entry.kills)
-            run["found"] = bool(set(entry.kills) & set(run.get("failed", [])))
+            # One planted bug in code that otherwise passes every clause (tests/zoo checks the
+            # bug-free kit): any clause failure is the bug found. Whether the first failure
+            # named a clause the bug declares is kept apart, as "named".
+            run["found"] = bool(run.get("failed"))
+            run["named"] = bool(set(entry.kills) & set(run.get("failed", [])))
             run["scope"] = args.scope
             table.append(run)
             verdict = "found" if run["found"] else "MISSED"

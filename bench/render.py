@@ -87,13 +87,22 @@ def detection_section(runs: list[dict[str, Any]]) -> list[str]:
                    f"| {sec:.2f} / {search:.2f} | {steps:.0f} | {shrunk} |")  # fmt: skip
     seeds = len({r["seed"] for r in runs})
     missed = [f"{r['name']} (seed {r['seed']})" for r in runs if not r["found"]]
+    named = sum(r.get("named", r["found"]) for r in runs)
+    reruns = sorted({r["name"] for r in runs if r.get("rerun")})
     out[2:2] = [
         f"**{found_all}/{len(runs)}** runs found their bug ({len(by_name)} subjects x {seeds} seeds)"
         f"{'; missed: ' + ', '.join(missed) if missed else ''}. Median over subjects of the "
         f"median time to the first failure: {statistics.median(medians):.2f} s from process start "
         f"(torch import and collection included), {statistics.median(searches):.2f} s of search "
-        f"after collection; longest shrunk program {shrunk_max} steps.", "",
+        f"after collection; longest shrunk program {shrunk_max} steps. In {named}/{len(runs)} runs "
+        "the first failure named a clause the bug declares (the others failed another clause "
+        "first: a run stops at its first failing test).", "",
     ]  # fmt: skip
+    if reruns:
+        out[3:3] = [
+            f"Rows re-run after a fix to the suite: {', '.join(reruns)} (see \"Misses found and closed\" below "
+            "table).", "",
+        ]  # fmt: skip
     return out
 
 
