@@ -100,8 +100,8 @@ def detection_section(runs: list[dict[str, Any]]) -> list[str]:
     ]  # fmt: skip
     if reruns:
         out[3:3] = [
-            f"Rows re-run after a fix to the suite: {', '.join(reruns)} (see \"Misses found and closed\" below "
-            "table).", "",
+            f"Rows re-run after a fix to the suite: {', '.join(reruns)} (see \"Misses found and "
+            "closed\" below).", "",
         ]  # fmt: skip
     return out
 
