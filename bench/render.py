@@ -140,6 +140,9 @@ def main() -> None:
         lines += suite_section(suite)
     if detection:
         lines += detection_section(detection)
+    notes = HERE / "history.md"  # hand-written: before/after figures and what changed them
+    if notes.exists():
+        lines += ["", notes.read_text(encoding="utf-8").strip()]
     (ROOT / "BENCHMARKS.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
