@@ -32,6 +32,7 @@ import tomllib
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SESSION = HERE / "mutation.sqlite"
+TIMING = HERE / "results-mutation.json"
 
 
 def cosmic(*args: str) -> None:
@@ -131,7 +132,9 @@ def write_report(runs: list[dict[str, str]], minutes: float | None) -> None:
     note_of = {id(m): next((n for n in explained if matches(n, m)), None) for m in survivors}
     equivalent = sum(1 for n in note_of.values() if n and n["kind"] == "equivalent")
     total, killed = len(runs), counts.get("KILLED", 0)
-    timing = f" `exec` took {minutes:.1f} min." if minutes is not None else ""
+    if minutes is None and TIMING.exists():
+        minutes = json.loads(TIMING.read_text(encoding="utf-8"))["exec_minutes"]
+    timing = f" The last `exec` took {minutes:.1f} min." if minutes is not None else ""
     lines = [
         "# Mutation score", "",
         "cosmic-ray over `reference/`, killed by the conformance suite alone (profile `mutation`,",
@@ -261,6 +264,8 @@ def main() -> int:
             cosmic("exec", str(http_config(urls, Path(scratch) / "http.toml")), str(SESSION))
     minutes = (time.monotonic() - started) / 60
     print(f"exec took {minutes:.1f} min with {args.workers} worker(s)")
+    timing = {"exec_minutes": round(minutes, 2), "workers": args.workers, "cpus": os.cpu_count()}
+    TIMING.write_text(json.dumps(timing) + "\n", encoding="utf-8")
     write_report(mutants(), minutes)
     return 0
 
