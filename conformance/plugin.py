@@ -76,7 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "clause(*ids): the spec clause(s) this test checks")
     config.addinivalue_line("markers", "cuda: needs a real CUDA device")
     from .expectations import parse_expectations
-    from .profiles import DEFAULT_PROFILE, load_profile
+    from .profiles import DEFAULT_PROFILE, PROFILES
     from .subject import UsageError
 
     target = (
@@ -87,8 +87,9 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     seed = config.getoption("--sessionstate-seed")
     path = config.getoption("--sessionstate-expectations")
+    if profile not in PROFILES:  # checked now, loaded once conformance tests are collected
+        raise pytest.UsageError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
     try:
-        load_profile(profile, seed=seed)
         expectations = parse_expectations(path) if path else []
     except UsageError as error:
         raise pytest.UsageError(str(error)) from None
@@ -128,7 +129,33 @@ def subject(pytestconfig: pytest.Config) -> Any:
     return load_configured_subject(pytestconfig)
 
 
+def _suite_requested(config: pytest.Config) -> bool:
+    """Whether this run asked for the suite: an option or variable of ours, or an argument
+    naming the suite (``--pyargs sessionstate.conformance...`` or a path into it)."""
+    ours = ("--sessionstate-subject", "--sessionstate-profile", "--sessionstate-clause",
+            "--sessionstate-expectations", "--sessionstate-report-json", "--sessionstate-seed")  # fmt: skip
+    if any(config.getoption(name) for name in ours) or config.getoption("--sessionstate-strict"):
+        return True
+    if os.environ.get(SUBJECT_ENV) or os.environ.get(PROFILE_ENV):
+        return True
+    suite = Path(__file__).resolve().parent / "suite"
+    for arg in config.args:
+        path = Path(arg.split("::")[0])
+        if "sessionstate.conformance" in arg or _inside(path, suite):
+            return True
+    return False
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(folder)
+    except OSError:
+        return False
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    if not _suite_requested(config):
+        return []  # the caller's own tests: nothing of ours to report, and no torch import
     state = _state(config)
     import hypothesis
     import numpy
@@ -197,8 +224,22 @@ def pytest_collection_modifyitems(
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+    if any(item_clauses(item) for item in keep):
+        _load_profile(state)
     if keep and all(item_clauses(item) for item in keep):
         _freeze_what_collection_made()
+
+
+def _load_profile(state: dict[str, Any]) -> None:
+    """Load the suite's Hypothesis profile, once conformance tests are about to run.
+
+    Not at configure time: the plugin is installed for every pytest run in the
+    environment, and a run of the caller's own tests must keep its own Hypothesis
+    settings. (A run mixing both gets the suite's profile: Hypothesis has one.)
+    """
+    from .profiles import load_profile
+
+    load_profile(state["profile"], seed=state["seed"])
 
 
 @pytest.hookimpl(optionalhook=True)

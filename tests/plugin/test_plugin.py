@@ -155,3 +155,24 @@ def test_xdist_controller_freezes_only_for_suite_ids(
     out = _pytest("-s", "-q", "-p", "no:cacheprovider", "-n", "2", folder, cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"controller frozen {frozen}" in out.stdout
+
+
+UNRELATED = """
+from hypothesis import settings
+
+def test_own_settings():
+    print("profile", settings._current_profile)
+"""
+
+
+def test_a_run_of_other_tests_keeps_its_settings_and_header(tmp_path: Path) -> None:
+    """Installed for every pytest run: a project's own tests get neither our Hypothesis
+    profile nor our report header."""
+    (tmp_path / "test_theirs.py").write_text(UNRELATED, encoding="utf-8")
+    env = {"SESSIONSTATE_SUBJECT": "", "SESSIONSTATE_PROFILE": ""}
+    out = _pytest("-s", "-p", "no:cacheprovider", "test_theirs.py", cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "profile default" in out.stdout
+    header = out.stdout.split("collected")[0]
+    assert "plugins:" in header  # the header was printed, without our lines
+    assert "subject" not in header
