@@ -78,10 +78,15 @@ def skip_annotation_mutants() -> int:
     return skipped
 
 
+def _hunk(diff: str) -> list[str]:
+    """The lines of a mutant's one hunk, after its ``@@`` header."""
+    return diff.split("\n@@", 1)[1].splitlines()[1:]
+
+
 def mutated_line(diff: str) -> str:
     """The original source a mutant changed, as notes name it: its removed line(s), stripped;
     for a removed decorator, followed by the ``def`` line it decorated."""
-    lines = diff.split("\n@@", 1)[1].splitlines()[1:]
+    lines = _hunk(diff)
     removed = [i for i, text in enumerate(lines) if text.startswith("-") and text[1:].strip()]
     found = " ".join(lines[i][1:].strip() for i in removed)
     if found.startswith("@"):
@@ -92,8 +97,7 @@ def mutated_line(diff: str) -> str:
 
 def mutant_line(diff: str) -> str:
     """What the mutant put in place of ``mutated_line`` (its added lines, stripped)."""
-    lines = diff.split("\n@@", 1)[1].splitlines()[1:]
-    return " ".join(t[1:].strip() for t in lines if t.startswith("+") and t[1:].strip())
+    return " ".join(t[1:].strip() for t in _hunk(diff) if t.startswith("+") and t[1:].strip())
 
 
 def mutants() -> list[dict[str, str]]:

@@ -76,7 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "clause(*ids): the spec clause(s) this test checks")
     config.addinivalue_line("markers", "cuda: needs a real CUDA device")
     from .expectations import parse_expectations
-    from .profiles import DEFAULT_PROFILE, PROFILES
+    from .profiles import DEFAULT_PROFILE, check_profile
     from .subject import UsageError
 
     target = (
@@ -87,9 +87,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     seed = config.getoption("--sessionstate-seed")
     path = config.getoption("--sessionstate-expectations")
-    if profile not in PROFILES:  # checked now, loaded once conformance tests are collected
-        raise pytest.UsageError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
     try:
+        check_profile(profile)  # checked now, loaded once conformance tests are collected
         expectations = parse_expectations(path) if path else []
     except UsageError as error:
         raise pytest.UsageError(str(error)) from None
@@ -247,14 +246,8 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     """The xdist controller runs no test: freeze once its workers have collected a
     conformance-only run (their items carry clause marks; here only ids are known, so
     it is judged by where they live)."""
-    if ids and all(_SUITE_ID.search(nodeid) for nodeid in ids) and not gc_frozen():
+    if ids and all(_SUITE_ID.search(nodeid) for nodeid in ids):
         _freeze_what_collection_made()
-
-
-def gc_frozen() -> bool:
-    import gc
-
-    return gc.get_freeze_count() > 0
 
 
 def _freeze_what_collection_made() -> None:
@@ -265,11 +258,12 @@ def _freeze_what_collection_made() -> None:
     the run and for the five pytest forces at exit. ``gc.freeze()`` moves them to the
     permanent generation; refcounting still frees them, only cycles made before this
     point are never collected. Runs that also hold the caller's own tests are left as
-    they are.
+    they are. Once per process: the xdist controller hears from every worker.
     """
     import gc
 
-    gc.freeze()
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
 
 
 def _apply_capabilities(

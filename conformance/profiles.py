@@ -13,7 +13,7 @@ import os
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-__all__ = ["DEFAULT_PROFILE", "PROFILES", "load_profile"]
+__all__ = ["DEFAULT_PROFILE", "PROFILES", "check_profile", "load_profile"]
 
 DEFAULT_PROFILE = "ci"
 PROFILES = ("quick", "ci", "deep", "triage", "mutation")
@@ -83,16 +83,21 @@ def _register() -> None:
     )
 
 
+def check_profile(name: str) -> None:
+    """``UsageError`` unless ``name`` is one of ``PROFILES``."""
+    if name not in PROFILES:
+        from .subject import UsageError
+
+        raise UsageError(f"unknown profile {name!r}; choose one of {', '.join(PROFILES)}")
+
+
 def load_profile(name: str, seed: int | None = None) -> None:
     """Register (idempotently) and load the suite profile ``name``.
 
     With ``seed``, the profile runs randomized (``derandomize=False``); the
     seed itself reaches Hypothesis through ``--hypothesis-seed``.
     """
-    if name not in PROFILES:
-        from .subject import UsageError
-
-        raise UsageError(f"unknown profile {name!r}; choose one of {', '.join(PROFILES)}")
+    check_profile(name)
     _register()
     if seed is None:
         settings.load_profile(f"sessionstate-{name}")
