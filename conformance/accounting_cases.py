@@ -8,8 +8,6 @@ with the bytes each of its calls must return, written out by hand.
 
 from __future__ import annotations
 
-import ctypes
-import threading
 import warnings
 from collections import deque
 from dataclasses import dataclass
@@ -20,6 +18,7 @@ import pytest
 import torch
 
 from .checks import calling, check, check_bytes
+from .watchdog import call_within
 
 __all__ = ["Case", "accounting_of", "checked", "count", "run_case", "within_deadline"]
 
@@ -68,34 +67,18 @@ class Case:
 DEADLINE_S = 5.0
 
 
-class _Abandoned(BaseException):
-    """Raised into an accounting call that ran past its deadline, to stop it."""
-
-
 def within_deadline(
     accounting: Any, value: object, seen: set[Any], clause: str, call: str, when: str
 ) -> Any:
-    """``accounting(value, seen)`` on a watchdog thread: a walk that never ends fails
-    ``clause`` after ``DEADLINE_S`` instead of hanging the suite (ACCT-9)."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = accounting(value, seen)
-        except BaseException as error:
-            box["error"] = error
-
-    worker = threading.Thread(target=target, name=f"{clause} {call}", daemon=True)
-    worker.start()
-    worker.join(DEADLINE_S)
-    if worker.is_alive():
-        ident = ctypes.c_ulong(worker.ident or 0)
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ident, ctypes.py_object(_Abandoned))
-        check(False, clause, f"{call} did not return within {DEADLINE_S} s, after {when}")
-    if "error" in box:
-        with calling(clause, call):  # RecursionError included: it is a failure too
-            raise box["error"]
-    return checked(box["result"], call)
+    """``accounting(value, seen)`` on a watchdog thread: a walk that never ends is
+    interrupted and fails ``clause`` after ``DEADLINE_S`` instead of hanging the suite
+    (ACCT-9)."""
+    with calling(clause, call):  # RecursionError included: it is a failure too
+        result = call_within(
+            clause, call, lambda: accounting(value, seen), DEADLINE_S,
+            why=f", after {when}", interrupt=True,
+        )  # fmt: skip
+    return checked(result, call)
 
 
 def run_case(accounting: Any, case: Case, clause: str, counting: str | None = None) -> None:

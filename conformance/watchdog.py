@@ -11,6 +11,7 @@ the interpreter's exit; it holds only the subject's own lock.
 
 from __future__ import annotations
 
+import ctypes
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -19,7 +20,7 @@ from typing import TypeVar
 
 from .checks import check
 
-__all__ = ["DEFAULT_SECONDS", "InFlight", "call_within", "run_threads_within"]
+__all__ = ["DEFAULT_SECONDS", "Abandoned", "InFlight", "call_within", "run_threads_within"]
 
 T = TypeVar("T")
 
@@ -63,12 +64,27 @@ def _outcome_box(fn: Callable[[], T]) -> tuple[Callable[[], None], dict[str, obj
     return target, box
 
 
-def call_within(clause: str, call: str, fn: Callable[[], T], seconds: float | None = None) -> T:
+class Abandoned(BaseException):
+    """Raised into a call that ran past its deadline, to stop it (``interrupt=True``)."""
+
+
+def call_within(
+    clause: str,
+    call: str,
+    fn: Callable[[], T],
+    seconds: float | None = None,
+    *,
+    why: str = " (deadlock?)",
+    interrupt: bool = False,
+) -> T:
     """``fn()`` run in a daemon thread: its result, or its exception re-raised here.
 
     If it has not returned after ``seconds`` (default ``DEFAULT_SECONDS``, read
     at call time), fail ``clause`` with ``"<call> did not return within
-    <seconds> s (deadlock?)"``.
+    <seconds> s<why>"``. With ``interrupt``, first raise ``Abandoned`` into the
+    thread, so that a runaway computation (a walk that never ends) stops at its
+    next bytecode instead of running on beside the suite; a thread blocked on a
+    lock cannot be interrupted this way, which is why it is not the default.
     """
     __tracebackhide__ = True
     seconds = DEFAULT_SECONDS if seconds is None else seconds
@@ -76,11 +92,10 @@ def call_within(clause: str, call: str, fn: Callable[[], T], seconds: float | No
     thread = threading.Thread(target=target, name=f"watchdog:{call}", daemon=True)
     thread.start()
     thread.join(seconds)
-    check(
-        not thread.is_alive(),
-        clause,
-        f"{call} did not return within {float(seconds)} s (deadlock?)",
-    )
+    if interrupt and thread.is_alive():
+        ident = ctypes.c_ulong(thread.ident or 0)
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ident, ctypes.py_object(Abandoned))
+    check(not thread.is_alive(), clause, f"{call} did not return within {float(seconds)} s{why}")
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["result"]  # type: ignore[return-value]

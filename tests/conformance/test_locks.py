@@ -254,3 +254,25 @@ def test_lock3_deadlock_is_reported_not_hung(monkeypatch: pytest.MonkeyPatch) ->
 )
 def test_reference_passes_the_single_threaded_checks(test: Any) -> None:
     test(reference)
+
+
+def test_call_within_interrupt_stops_a_runaway_call() -> None:
+    """With interrupt=True the stuck thread is stopped, not left spinning beside the suite."""
+    stopped = threading.Event()
+
+    def spin() -> None:
+        try:
+            while True:
+                pass
+        finally:
+            stopped.set()
+
+    with pytest.raises(ClauseFailure) as caught:
+        call_within(
+            "ACCT-9", "device_bytes(loop, seen)", spin, 0.2, why=", after x", interrupt=True
+        )
+    assert (
+        str(caught.value)
+        == "device_bytes(loop, seen) did not return within 0.2 s, after x [ACCT-9]"
+    )
+    assert stopped.wait(5)
