@@ -101,7 +101,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "records": [],
         "subject": None,
         "started": time.monotonic(),
-        "selected": None,
+        # Checked now, so that a bad selection is a usage error in an xdist controller too.
+        "selected": _selected_clauses(config),
+        "facts": None,
     }
 
 
@@ -155,28 +157,62 @@ def _inside(path: Path, folder: Path) -> bool:
 def pytest_report_header(config: pytest.Config) -> list[str]:
     if not _suite_requested(config):
         return []  # the caller's own tests: nothing of ours to report, and no torch import
-    state = _state(config)
-    import hypothesis
-    import numpy
-    import torch
-
     from sessionstate import __version__
 
-    from .allocations import available_devices, is_simulated
+    from . import under_test
 
-    subject = load_configured_subject(config)
-    devices = ", ".join(
-        d + (" (simulated)" if is_simulated(d) else "") for d in available_devices()
+    state = _state(config)
+    args = (__version__, state["target"], state["profile"], state["seed"], _env_line())
+    if _is_xdist_controller(config):
+        return under_test.controller_header_lines(*args)
+    return under_test.header_lines(*args, _facts(config))
+
+
+def _env_line() -> str:
+    return f"  env {SUBJECT_ENV}={os.environ.get(SUBJECT_ENV)!r} {PROFILE_ENV}={os.environ.get(PROFILE_ENV)!r}"
+
+
+def _is_xdist_controller(config: pytest.Config) -> bool:
+    """Whether this process hands tests to xdist workers and runs none itself."""
+    return config.pluginmanager.has_plugin("dsession")
+
+
+def _facts(config: pytest.Config) -> dict[str, Any]:
+    """What is under test (``under_test.gather``), once per process."""
+    state = _state(config)
+    if state["facts"] is None:
+        from . import under_test
+
+        state["facts"] = under_test.gather(load_configured_subject(config))
+    return state["facts"]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object | None) -> None:
+    """The xdist controller keeps the facts of the first worker that sent them."""
+    facts = getattr(node, "workeroutput", {}).get("sessionstate")
+    if facts is not None and _STATE in node.config.stash:
+        state = _state(node.config)
+        state["facts"] = state["facts"] or facts
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Under xdist, what the header could not say without loading the subject."""
+    if terminalreporter.verbosity < 0 or not _is_xdist_controller(config):
+        return
+    state = _state(config)
+    if state["facts"] is None or not _suite_requested(config):
+        return
+    from sessionstate import __version__
+
+    from . import under_test
+
+    terminalreporter.write_sep("-", "sessionstate: under test (as the workers loaded it)")
+    lines = under_test.header_lines(
+        __version__, state["target"], state["profile"], state["seed"], _env_line(), state["facts"]
     )
-    return [
-        f"sessionstate {__version__}: subject {subject.name!r} from {state['target']}",
-        f"  profile {state['profile']}"
-        + (f", seed {state['seed']}" if state["seed"] is not None else ", derandomized"),
-        f"  torch {torch.__version__}, numpy {numpy.__version__}, hypothesis {hypothesis.__version__}",
-        f"  devices: {devices}",
-        f"  capabilities: {', '.join(sorted(subject.capabilities)) or '(none)'}",
-        f"  env {SUBJECT_ENV}={os.environ.get(SUBJECT_ENV)!r} {PROFILE_ENV}={os.environ.get(PROFILE_ENV)!r}",
-    ]
+    for line in lines:
+        terminalreporter.write_line(line)
 
 
 #: Node ids of the shipped suite's tests, however pytest roots them.
@@ -198,11 +234,7 @@ def pytest_collection_modifyitems(
     state = _state(config)
     known = all_clauses()
     wanted = config.getoption("--sessionstate-clause")
-    for cid in wanted:
-        if cid not in known and cid not in {c.group for c in known.values()}:
-            raise pytest.UsageError(f"--sessionstate-clause: unknown clause or group {cid!r}")
-    selected_clauses = [c for c in known if not wanted or c in wanted or known[c].group in wanted]
-    state["selected"] = selected_clauses
+    selected_clauses = state["selected"]
     subject = None
     keep, dropped = [], []
     for item in items:
@@ -227,6 +259,22 @@ def pytest_collection_modifyitems(
         _load_profile(state)
     if keep and all(item_clauses(item) for item in keep):
         _freeze_what_collection_made()
+
+
+def _selected_clauses(config: pytest.Config) -> list[str]:
+    """The clauses ``--sessionstate-clause`` selects (all of them without it), in spec order.
+
+    From the options alone: an xdist controller, which collects nothing, reports
+    the selection its workers ran.
+    """
+    from .clauses import all_clauses
+
+    known = all_clauses()
+    wanted = config.getoption("--sessionstate-clause")
+    for cid in wanted:
+        if cid not in known and cid not in {c.group for c in known.values()}:
+            raise pytest.UsageError(f"--sessionstate-clause: unknown clause or group {cid!r}")
+    return [c for c in known if not wanted or c in wanted or known[c].group in wanted]
 
 
 def _load_profile(state: dict[str, Any]) -> None:
@@ -353,25 +401,27 @@ def _first_line_of_failure(report: pytest.TestReport) -> str:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
+    state = _state(config)
     if hasattr(config, "workerinput"):  # an xdist worker: the controller reports
+        if state["subject"] is not None:  # it collected conformance tests
+            config.workeroutput["sessionstate"] = _facts(config)  # type: ignore[attr-defined]
         return
     path = config.getoption("--sessionstate-report-json")
     if not path:
         return
     from .results import TestRecord, aggregate, verdict
 
-    state = _state(config)
     records = [TestRecord(**r) for r in _RECORDS]
     results = aggregate(records, state["expectations"], state["selected"])
     strict = config.getoption("--sessionstate-strict")
-    subject = state["subject"]
+    facts = _json_facts(config)
     unmatched = [
         f"{e.target} (line {e.line})"
         for e in state["expectations"]
         if not any(_matches(e, r) for r in records)
     ]
     payload = {
-        "subject": subject.name if subject else state["target"],
+        "subject": facts["subject"],
         "target": state["target"],
         "suite_version": _suite_version(),
         "profile": state["profile"],
@@ -380,8 +430,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "strict": strict,
         "seconds": round(time.monotonic() - state["started"], 2),
         "unmatched_expectations": unmatched,
-        "environment": _environment(),
-        "capabilities": sorted(subject.capabilities) if subject else [],
+        "environment": facts["environment"],
+        "capabilities": facts["capabilities"],
         "clauses": {cid: r.as_json() for cid, r in results.items()},
         "tests": [r.__dict__ for r in records],
     }
@@ -399,16 +449,18 @@ def _suite_version() -> str:
     return __version__
 
 
-def _environment() -> dict[str, Any]:
-    import hypothesis
-    import numpy
-    import torch
-
-    from .allocations import available_devices, is_simulated
+def _json_facts(config: pytest.Config) -> dict[str, Any]:
+    """The facts for the JSON results: this process's, the workers', or, when the subject
+    was never loaded (no worker reported: all crashed), the target and the environment."""
+    state = _state(config)
+    if state["facts"] is not None:
+        return state["facts"]
+    if state["subject"] is not None:
+        return _facts(config)
+    from . import under_test
 
     return {
-        "torch": torch.__version__,
-        "numpy": numpy.__version__,
-        "hypothesis": hypothesis.__version__,
-        "devices": [{"name": d, "simulated": is_simulated(d)} for d in available_devices()],
+        "subject": state["target"],
+        "capabilities": [],
+        "environment": under_test.environment(),
     }

@@ -92,7 +92,9 @@ def pytest_arguments(options: CheckOptions, json_path: str) -> list[str]:
     if options.exitfirst:
         args.append("-x")
     if options.workers:
-        args += ["-n", options.workers]
+        # worksteal: an idle worker takes queued tests from a busy one, so the run does not
+        # wait on one worker's backlog of stateful machines (bench/suite_speed.py).
+        args += ["-n", options.workers, "--dist", "worksteal"]
     if options.junitxml:
         args.append(f"--junitxml={options.junitxml}")
     return args + options.pytest_args

@@ -41,6 +41,19 @@ class TestVerdicts:
         assert sorted(report["clauses"]) == [f"ENV-{i}" for i in range(1, 7)]
         assert "| ENV-1 | MUST | ✅ passed |" in (tmp_path / "r.md").read_text()
 
+    def test_workers_report_the_subject(self, run_cli, tmp_path: Path) -> None:
+        """With -n 2 the same verdict and report; the subject's facts come from the workers."""
+        result = run_cli("check", "-n", "2", "--clause", "KEY", "--report-json", "r.json")
+        assert result.returncode == 0, result.stdout + result.stderr
+        report = json.loads((tmp_path / "r.json").read_text())
+        assert report["verdict"] == "conformant"
+        assert (report["subject"], report["capabilities"]) == (
+            "reference",
+            ["admission", "threadsafe"],
+        )
+        assert "cpu" in [d["name"] for d in report["environment"]["devices"]]
+        assert sorted(report["clauses"]) == ["KEY-1", "KEY-2", "KEY-3"]
+
     def test_broken_subject_fails_the_clause(self, run_cli, write_module, tmp_path: Path) -> None:
         """An env resolver where the argument wins exits 1 with ENV-1 failed."""
         module = write_module("argwins", ARGUMENT_WINS)
