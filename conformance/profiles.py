@@ -4,43 +4,32 @@ Every profile sets ``database``, ``derandomize``, ``deadline`` and
 ``print_blob`` explicitly: with ``CI`` set in the environment, Hypothesis loads
 its own ``ci`` profile otherwise. Ours are registered under a
 ``sessionstate-`` prefix so Hypothesis' own ``ci`` profile is left alone.
-
-Hypothesis is imported when a profile is loaded, not with this module: the
-plugin checks the profile name at configure time in every pytest process,
-including an xdist controller, which runs no test and should start its workers
-without paying for Hypothesis first.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
 
 __all__ = ["DEFAULT_PROFILE", "PROFILES", "check_profile", "load_profile"]
 
 DEFAULT_PROFILE = "ci"
 PROFILES = ("quick", "ci", "deep", "triage", "mutation")
 
-
-def _common() -> dict[str, Any]:
-    from hypothesis import HealthCheck, Phase
-
-    return {
-        "deadline": None,
-        # The explain phase re-runs a failing machine many times to annotate lines
-        # (26 s against 2 s on one zoo subject); the shrunk program is the report.
-        "phases": [p for p in Phase if p is not Phase.explain],
-        "print_blob": True,
-        "report_multiple_bugs": False,
-        "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
-    }
+_COMMON = {
+    "deadline": None,
+    # The explain phase re-runs a failing machine many times to annotate lines
+    # (26 s against 2 s on one zoo subject); the shrunk program is the report.
+    "phases": [p for p in Phase if p is not Phase.explain],
+    "print_blob": True,
+    "report_multiple_bugs": False,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
+}
 
 
 def _register() -> None:
-    from hypothesis import HealthCheck, Phase, settings
-    from hypothesis.database import DirectoryBasedExampleDatabase
-
-    common = _common()
     db_dir = os.environ.get("SESSIONSTATE_HYPOTHESIS_DB", ".hypothesis/sessionstate")
     settings.register_profile(
         "sessionstate-quick",
@@ -48,7 +37,7 @@ def _register() -> None:
         stateful_step_count=20,
         derandomize=True,
         database=None,
-        **common,
+        **_COMMON,  # type: ignore[arg-type]
     )
     settings.register_profile(
         "sessionstate-ci",
@@ -56,7 +45,7 @@ def _register() -> None:
         stateful_step_count=30,
         derandomize=True,
         database=None,
-        **common,
+        **_COMMON,  # type: ignore[arg-type]
     )
     settings.register_profile(
         "sessionstate-deep",
@@ -64,7 +53,7 @@ def _register() -> None:
         stateful_step_count=60,
         derandomize=False,
         database=DirectoryBasedExampleDatabase(db_dir),
-        **common,
+        **_COMMON,  # type: ignore[arg-type]
     )
     # Whether a bug is caught, not how small its program gets: the ci search
     # without shrinking (the zoo self-tests; shrinking dominates a failing run).
@@ -74,7 +63,7 @@ def _register() -> None:
         stateful_step_count=30,
         derandomize=True,
         database=None,
-        **{**common, "phases": [Phase.explicit, Phase.reuse, Phase.generate]},
+        **{**_COMMON, "phases": [Phase.explicit, Phase.reuse, Phase.generate]},  # type: ignore[arg-type]
     )
     # Mutation testing re-runs the suite in one process many times.
     settings.register_profile(
@@ -84,13 +73,13 @@ def _register() -> None:
         derandomize=True,
         database=None,
         **{
-            **common,
+            **_COMMON,
             "suppress_health_check": [
                 HealthCheck.too_slow,
                 HealthCheck.data_too_large,
                 HealthCheck.differing_executors,
             ],
-        },
+        },  # type: ignore[arg-type]
     )
 
 
@@ -108,8 +97,6 @@ def load_profile(name: str, seed: int | None = None) -> None:
     With ``seed``, the profile runs randomized (``derandomize=False``); the
     seed itself reaches Hypothesis through ``--hypothesis-seed``.
     """
-    from hypothesis import settings
-
     check_profile(name)
     _register()
     if seed is None:
