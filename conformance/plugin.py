@@ -409,44 +409,23 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     path = config.getoption("--sessionstate-report-json")
     if not path:
         return
-    from .results import TestRecord, aggregate, verdict
-
-    records = [TestRecord(**r) for r in _RECORDS]
-    results = aggregate(records, state["expectations"], state["selected"])
-    strict = config.getoption("--sessionstate-strict")
-    facts = _json_facts(config)
-    unmatched = [
-        f"{e.target} (line {e.line})"
-        for e in state["expectations"]
-        if not any(_matches(e, r) for r in records)
-    ]
-    payload = {
-        "subject": facts["subject"],
-        "target": state["target"],
-        "suite_version": _suite_version(),
-        "profile": state["profile"],
-        "seed": state["seed"],
-        "verdict": verdict(results, strict=strict),
-        "strict": strict,
-        "seconds": round(time.monotonic() - state["started"], 2),
-        "unmatched_expectations": unmatched,
-        "environment": facts["environment"],
-        "capabilities": facts["capabilities"],
-        "clauses": {cid: r.as_json() for cid, r in results.items()},
-        "tests": [r.__dict__ for r in records],
-    }
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-
-
-def _matches(entry: Any, record: Any) -> bool:
-    return entry.target in record.clauses if entry.is_clause else entry.matches_test(record.nodeid)
-
-
-def _suite_version() -> str:
     from sessionstate import __version__
 
-    return __version__
+    from .results import report
+
+    run = {
+        "target": state["target"],
+        "suite_version": __version__,
+        "profile": state["profile"],
+        "seed": state["seed"],
+        "seconds": round(time.monotonic() - state["started"], 2),
+    }
+    payload = report(
+        _RECORDS, state["expectations"], state["selected"],
+        strict=config.getoption("--sessionstate-strict"), facts=_json_facts(config), run=run,
+    )  # fmt: skip
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
 
 
 def _json_facts(config: pytest.Config) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 from .clauses import all_clauses
 from .expectations import Expectation
 
-__all__ = ["ClauseResult", "TestRecord", "aggregate", "verdict"]
+__all__ = ["ClauseResult", "TestRecord", "aggregate", "report", "verdict"]
 
 OUTCOMES = ("passed", "failed", "error", "xfailed", "skipped")
 
@@ -106,3 +106,43 @@ def verdict(results: Mapping[str, ClauseResult], strict: bool = False) -> str:
         if result.outcome in ("failed", "error") and (strict or result.level == "MUST"):
             return "non-conformant"
     return "conformant"
+
+
+def report(
+    tests: Iterable[Mapping[str, Any]],
+    expectations: list[Expectation],
+    selected: Iterable[str] | None,
+    *,
+    strict: bool,
+    facts: Mapping[str, Any],
+    run: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The JSON results: ``run`` (target, suite version, profile, seed, seconds), the
+    ``facts`` of what was under test (``under_test.gather``), per-clause results and the
+    verdict, and every test record."""
+    records = [TestRecord(**t) for t in tests]
+    results = aggregate(records, expectations, selected)
+    unmatched = [
+        f"{e.target} (line {e.line})"
+        for e in expectations
+        if not any(_matches(e, r) for r in records)
+    ]
+    return {
+        "subject": facts["subject"],
+        "target": run["target"],
+        "suite_version": run["suite_version"],
+        "profile": run["profile"],
+        "seed": run["seed"],
+        "verdict": verdict(results, strict=strict),
+        "strict": strict,
+        "seconds": run["seconds"],
+        "unmatched_expectations": unmatched,
+        "environment": facts["environment"],
+        "capabilities": facts["capabilities"],
+        "clauses": {cid: result.as_json() for cid, result in results.items()},
+        "tests": [asdict(record) for record in records],
+    }
+
+
+def _matches(entry: Expectation, record: TestRecord) -> bool:
+    return entry.target in record.clauses if entry.is_clause else entry.matches_test(record.nodeid)

@@ -17,7 +17,7 @@ PROBE = """
 import sys
 
 def pytest_xdist_setupnodes(config, specs):
-    heavy = [m for m in ("torch", "hypothesis", "sessionstate.reference") if m in sys.modules]
+    heavy = [m for m in ("torch", "sessionstate.reference") if m in sys.modules]
     print("controller imported before its workers:", heavy)
 """
 
