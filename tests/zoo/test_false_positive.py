@@ -34,7 +34,8 @@ def test_alternative_passes_every_clause(run_check: Any) -> None:
 
 
 def test_alternative_is_a_different_design() -> None:
-    """What makes the check meaningful: no OrderedDict table, an RLock, no reference imports."""
+    """What makes the check meaningful: no OrderedDict table, an RLock, no reference imports
+    and no models borrowed from our specs."""
     manager = AlternativeManager(max_sessions=2)
     assert not any(isinstance(v, OrderedDict) for v in vars(manager).values())
     assert type(manager._guard).__name__ == "RLock"
@@ -42,3 +43,5 @@ def test_alternative_is_a_different_design() -> None:
     imports = [line for line in source.splitlines() if "sessionstate.reference" in line]
     # StateObject is the abstract interface its buffer implements; nothing else.
     assert imports == ["from sessionstate.reference import StateObject"]
+    # Its buffer's OBJ-9 model is its own too, not one of our specs' models.
+    assert "state_object_specs" not in source
