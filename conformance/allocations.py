@@ -154,26 +154,41 @@ def is_simulated(device: str) -> bool:
 
 
 def allocate(
-    device: str, shape: tuple[int, ...], dtype: str = "float32", numpy: bool = False
+    device: str,
+    shape: tuple[int, ...],
+    dtype: str = "float32",
+    numpy: bool = False,
+    fill: int = 0,
 ) -> Held:
-    """A new allocation on ``device`` (a NumPy owner array on ``cpu`` when ``numpy``).
+    """A new allocation on ``device`` (a NumPy owner array on ``cpu`` when ``numpy``),
+    every element ``fill``.
 
     Any dimension may be 0: zero-size storages have data pointer 0 too (ACCT-3).
+    The strategies draw ``fill`` (0 to 100, exact in every dtype here), so that two
+    payloads of one shape and dtype differ in content: an object that returns the
+    wrong one of them, or keeps the wrong end of a ring, is then seen bit for bit
+    (OBJ-9, ADAPT). Meta and simulated CUDA tensors have no values to tell apart.
     """
     shape = tuple(int(n) for n in shape)
     nbytes = math.prod(shape) * _ITEMSIZE[dtype]
     label = f"{'arr' if numpy else 'buf'}{next(_labels)}"
     if numpy:
-        array = np.zeros(shape, dtype=dtype)
-        source = f"np.zeros({shape!r}, dtype={dtype!r})"
+        array = np.full(shape, fill, dtype=dtype)
+        source = (
+            f"np.full({shape!r}, {fill}, dtype={dtype!r})"
+            if fill
+            else f"np.zeros({shape!r}, dtype={dtype!r})"
+        )
         return Held(array, Allocation(label, "cpu", nbytes, array, source=source), label)
     torch_dtype = getattr(torch, dtype)
     simulated = is_simulated(device)
     if simulated:
         tensor = _fake(torch.empty(shape, dtype=torch_dtype, device="meta"), device)
     else:
-        tensor = torch.zeros(shape, dtype=torch_dtype, device=device)
-    source = f"torch.zeros({shape!r}, dtype=torch.{dtype}, device={device!r})"
+        tensor = torch.full(shape, fill, dtype=torch_dtype, device=device)
+    # Spelled as zeros when the fill shrank to 0: the shortest replayable line.
+    filled = f"torch.full({shape!r}, {fill}, " if fill else f"torch.zeros({shape!r}, "
+    source = f"{filled}dtype=torch.{dtype}, device={device!r})"
     return Held(tensor, Allocation(label, device, nbytes, tensor, simulated, source), label)
 
 
@@ -315,7 +330,7 @@ def expected_bytes(held: Iterable[Held], counted: set[str] | None = None) -> dic
 
 
 def definitions(held: Iterable[Held]) -> str:
-    """``buf3 = torch.zeros(...); arr4 = np.zeros(...)`` for the allocations behind ``held``."""
+    """``buf3 = torch.zeros(...); arr4 = np.full(...)`` for the allocations behind ``held``."""
     seen: dict[str, Allocation] = {}
     for item in held:
         seen.setdefault(item.allocation.label, item.allocation)

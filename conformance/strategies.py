@@ -53,6 +53,10 @@ def shapes(*, zero_size: bool = True, max_dims: int = 3) -> st.SearchStrategy[tu
     return st.lists(st.integers(0 if zero_size else 1, 4), max_size=max_dims).map(tuple)
 
 
+#: Element values of a new allocation (see ``allocate``); shrinks to 0, all alike.
+FILLS = st.integers(0, 100)
+
+
 def allocations(
     on: st.SearchStrategy[str] | None = None,
     *,
@@ -67,12 +71,14 @@ def allocations(
             shapes(zero_size=zero_size),
             st.sampled_from(NUMPY_DTYPES),
             st.just(True),
+            FILLS,
         )
     return st.builds(
         allocate,
         on if on is not None else devices(),
         shapes(zero_size=zero_size),
         st.sampled_from(DTYPES),
+        fill=FILLS,
     )
 
 
