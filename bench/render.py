@@ -49,7 +49,7 @@ def hotpaths_section(data: dict[str, Any]) -> list[str]:
 
 
 def suite_section(data: dict[str, Any]) -> list[str]:
-    return [
+    out = [
         "## Suite speed (reference, default profile, 2 cores)", "",
         f"- whole suite, one process: **{data['serial_seconds']:.1f} s** (target < 60 s)",
         f"- with xdist, 2 workers: {data['xdist2_seconds']:.1f} s, speed-up "
@@ -64,6 +64,33 @@ def suite_section(data: dict[str, Any]) -> list[str]:
         f"- stateful throughput: {data['steps']} steps in {data['seconds']:.1f} s = "
         f"**{data['steps_per_second']:.0f} steps/s**", "",
     ]  # fmt: skip
+    if "invocations" in data:
+        out += [
+            "By invocation (median of interleaved rounds; `pytest` prints the header and summary, "
+            "`sessionstate check` validates the subject and writes the JSON it summarises):", "",
+            "| invocation | one process | 2 workers | speed-up | range |",
+            "|---|---|---|---|---|",
+            *(f"| `{name}` | {r['serial_seconds']:.1f} s | {r['xdist2_seconds']:.1f} s | "
+              f"{r['xdist_speedup']:.2f}x | {r['xdist_speedup_range'][0]:.2f} to "
+              f"{r['xdist_speedup_range'][1]:.2f} |" for name, r in data["invocations"].items()),
+            "",
+        ]  # fmt: skip
+    if "timeline" in data:
+        out += [
+            "One 2-worker `pytest -q` run, seconds from launch (bench/timeline.py):", "",
+            "| process | configured | collected | tests start | tests end | unconfigured "
+            "| in tests | CPU |",
+            "|---|---|---|---|---|---|---|---|",
+            *("| " + " | ".join([str(row["process"])] + [_seconds(row.get(key)) for key in (
+                "configured", "collected", "tests_start", "tests_end", "unconfigured",
+                "test_seconds", "cpu_seconds")]) + " |" for row in data["timeline"]),
+            "",
+        ]  # fmt: skip
+    return out
+
+
+def _seconds(value: Any) -> str:
+    return "" if value is None else f"{value:.2f}"
 
 
 def detection_section(runs: list[dict[str, Any]]) -> list[str]:

@@ -116,8 +116,8 @@ def _evict_after_commit(subject: Any, spec: StateObjectSpec) -> None:
 def test_a_run_of_writes_matches_the_model(subject: Any) -> None:
     """OBJ-9 where rings and caches go wrong: allocate, then three to eight commits and
     appends in a row, every observation checked after each. The machine's search rarely
-    writes past ``maxlen`` into one object (about one run in sixty did), so a ring that
-    drops the wrong end needs this test to be seen."""
+    writes past ``maxlen`` (once in all of a ``ci`` run's 60 programs, measured), so a
+    ring that drops the wrong end needs this test to be seen."""
     specs = [s for s in typed_specs(subject, "state_objects", StateObjectSpec) if s.model]
     if not specs:
         pytest.skip(f"subject {subject.name!r} has no state_objects with a model")
