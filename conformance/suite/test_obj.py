@@ -122,10 +122,10 @@ def test_a_run_of_writes_matches_the_model(subject: Any) -> None:
     if not specs:
         pytest.skip(f"subject {subject.name!r} has no state_objects with a model")
     for spec in specs:
-        _writes_in_a_row(subject, spec)
+        run_writes_in_a_row(subject, spec)
 
 
-def _writes_in_a_row(subject: Any, spec: StateObjectSpec) -> None:
+def run_writes_in_a_row(subject: Any, spec: StateObjectSpec) -> None:
     writes = st.lists(st.sampled_from(["commit", "append"]), min_size=3, max_size=8)
 
     @given(data=st.data(), methods=writes)
