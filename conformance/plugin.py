@@ -157,19 +157,20 @@ def _inside(path: Path, folder: Path) -> bool:
 def pytest_report_header(config: pytest.Config) -> list[str]:
     if not _suite_requested(config):
         return []  # the caller's own tests: nothing of ours to report, and no torch import
-    from sessionstate import __version__
-
     from . import under_test
 
-    state = _state(config)
-    args = (__version__, state["target"], state["profile"], state["seed"], _env_line())
     if _is_xdist_controller(config):
-        return under_test.controller_header_lines(*args)
-    return under_test.header_lines(*args, _facts(config))
+        return under_test.controller_header_lines(*_run_line_args(config))
+    return under_test.header_lines(*_run_line_args(config), _facts(config))
 
 
-def _env_line() -> str:
-    return f"  env {SUBJECT_ENV}={os.environ.get(SUBJECT_ENV)!r} {PROFILE_ENV}={os.environ.get(PROFILE_ENV)!r}"
+def _run_line_args(config: pytest.Config) -> tuple[str, str, str, int | None, str]:
+    """What every header names besides the facts: version, target, profile, seed, env line."""
+    from sessionstate import __version__
+
+    state = _state(config)
+    env = f"  env {SUBJECT_ENV}={os.environ.get(SUBJECT_ENV)!r} {PROFILE_ENV}={os.environ.get(PROFILE_ENV)!r}"
+    return __version__, state["target"], state["profile"], state["seed"], env
 
 
 def _is_xdist_controller(config: pytest.Config) -> bool:
@@ -203,15 +204,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     state = _state(config)
     if state["facts"] is None or not _suite_requested(config):
         return
-    from sessionstate import __version__
-
     from . import under_test
 
     terminalreporter.write_sep("-", "sessionstate: under test (as the workers loaded it)")
-    lines = under_test.header_lines(
-        __version__, state["target"], state["profile"], state["seed"], _env_line(), state["facts"]
-    )
-    for line in lines:
+    for line in under_test.header_lines(*_run_line_args(config), state["facts"]):
         terminalreporter.write_line(line)
 
 
@@ -432,9 +428,7 @@ def _json_facts(config: pytest.Config) -> dict[str, Any]:
     """The facts for the JSON results: this process's, the workers', or, when the subject
     was never loaded (no worker reported: all crashed), the target and the environment."""
     state = _state(config)
-    if state["facts"] is not None:
-        return state["facts"]
-    if state["subject"] is not None:
+    if state["facts"] is not None or state["subject"] is not None:
         return _facts(config)
     from . import under_test
 
