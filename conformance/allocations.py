@@ -174,11 +174,7 @@ def allocate(
     label = f"{'arr' if numpy else 'buf'}{next(_labels)}"
     if numpy:
         array = np.full(shape, fill, dtype=dtype)
-        source = (
-            f"np.full({shape!r}, {fill}, dtype={dtype!r})"
-            if fill
-            else f"np.zeros({shape!r}, dtype={dtype!r})"
-        )
+        source = _spelled("np", shape, fill, f"dtype={dtype!r}")
         return Held(array, Allocation(label, "cpu", nbytes, array, source=source), label)
     torch_dtype = getattr(torch, dtype)
     simulated = is_simulated(device)
@@ -186,10 +182,15 @@ def allocate(
         tensor = _fake(torch.empty(shape, dtype=torch_dtype, device="meta"), device)
     else:
         tensor = torch.full(shape, fill, dtype=torch_dtype, device=device)
-    # Spelled as zeros when the fill shrank to 0: the shortest replayable line.
-    filled = f"torch.full({shape!r}, {fill}, " if fill else f"torch.zeros({shape!r}, "
-    source = f"{filled}dtype=torch.{dtype}, device={device!r})"
+    source = _spelled("torch", shape, fill, f"dtype=torch.{dtype}, device={device!r}")
     return Held(tensor, Allocation(label, device, nbytes, tensor, simulated, source), label)
+
+
+def _spelled(module: str, shape: tuple[int, ...], fill: int, keywords: str) -> str:
+    """The replayable line that makes an allocation: ``zeros`` once the fill shrank to 0
+    (the shortest), ``full`` otherwise."""
+    head = f"{module}.full({shape!r}, {fill}, " if fill else f"{module}.zeros({shape!r}, "
+    return f"{head}{keywords})"
 
 
 @cache

@@ -71,7 +71,7 @@ def allocations(
             shapes(zero_size=zero_size),
             st.sampled_from(NUMPY_DTYPES),
             st.just(True),
-            FILLS,
+            fill=FILLS,
         )
     return st.builds(
         allocate,
