@@ -20,6 +20,7 @@ import pytest
 
 SUBJECT_ENV = "SESSIONSTATE_SUBJECT"
 PROFILE_ENV = "SESSIONSTATE_PROFILE"
+CALL_TIMEOUT_ENV = "SESSIONSTATE_CALL_TIMEOUT"  # the same name as watchdog.TIMEOUT_ENV
 DEFAULT_TARGET = "sessionstate.fixtures.reference_subject:subject"
 
 _STATE = pytest.StashKey[dict[str, Any]]()
@@ -70,6 +71,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="SHOULD failures and unmatched expectations fail the run",
     )
+    group.addoption(
+        "--sessionstate-call-timeout",
+        metavar="SECONDS",
+        default=None,
+        help=f"seconds any call into the subject may take before it fails LOCK-3 as a hang "
+        f"(env {CALL_TIMEOUT_ENV}; default 5; 0: unbounded)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -92,6 +100,7 @@ def pytest_configure(config: pytest.Config) -> None:
         expectations = parse_expectations(path) if path else []
     except UsageError as error:
         raise pytest.UsageError(str(error)) from None
+    call_timeout = _call_timeout(config)
     _RECORDS.clear()
     config.stash[_STATE] = {
         "target": target,
@@ -104,7 +113,22 @@ def pytest_configure(config: pytest.Config) -> None:
         # Checked now, so that a bad selection is a usage error in an xdist controller too.
         "selected": _selected_clauses(config),
         "facts": None,
+        "call_timeout": call_timeout,
     }
+
+
+def _call_timeout(config: pytest.Config) -> float | None:
+    """The per-call deadline (``watchdog.Watchdog``) the options ask for; ``None``: none."""
+    from .watchdog import deadline_from
+
+    value = config.getoption("--sessionstate-call-timeout") or os.environ.get(CALL_TIMEOUT_ENV)
+    try:
+        seconds = deadline_from(value)
+    except ValueError as error:
+        message = f"--sessionstate-call-timeout / {CALL_TIMEOUT_ENV}: {error}"
+        raise pytest.UsageError(message) from None
+    # Stepping through a test under --trace must not be cut short by the deadline.
+    return None if config.getoption("trace", False) else seconds
 
 
 def _state(config: pytest.Config) -> dict[str, Any]:
@@ -160,8 +184,24 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     from . import under_test
 
     if _is_xdist_controller(config):
-        return under_test.controller_header_lines(*_run_line_args(config))
-    return under_test.header_lines(*_run_line_args(config), _facts(config))
+        lines = under_test.controller_header_lines(*_run_line_args(config))
+    else:
+        lines = under_test.header_lines(*_run_line_args(config), _facts(config))
+    return [*lines, _deadline_line(config)]
+
+
+def _deadline_line(config: pytest.Config) -> str:
+    """Whether calls into the subject are bounded, and by what (see ``pytest_runtest_call``)."""
+    from .watchdog import unavailable
+
+    seconds = _state(config)["call_timeout"]
+    if seconds is None:
+        why = "--trace" if config.getoption("trace", False) else f"{CALL_TIMEOUT_ENV}=0"
+    else:
+        why = unavailable()
+    if why:
+        return f"  calls into the subject: unbounded ({why}); a deadlock hangs the run"
+    return f"  calls into the subject: a call running over {seconds:g} s fails LOCK-3 as a hang"
 
 
 def _run_line_args(config: pytest.Config) -> tuple[str, str, str, int | None, str]:
@@ -247,6 +287,7 @@ def pytest_collection_modifyitems(
         keep.append(item)
         subject = subject or load_configured_subject(config)
         _apply_capabilities(item, ids, subject, known)
+        _apply_hooks(item, ids, subject)
         _apply_expectations(item, ids, state["expectations"])
     if dropped:
         config.hook.pytest_deselected(items=dropped)
@@ -328,6 +369,18 @@ def _apply_capabilities(
             return
 
 
+def _apply_hooks(item: pytest.Item, ids: list[str], subject: Any) -> None:
+    # A test of a clause about a hook the subject lacks would run on our reference
+    # code and credit the subject with its pass: skip it as not applicable.
+    from .applicability import NOT_APPLICABLE, missing_hook
+
+    missing = missing_hook(subject, ids)
+    if missing:
+        cid, hook = missing
+        reason = f"{NOT_APPLICABLE}: subject {subject.name!r} has no {hook}, which {cid} needs"
+        item.add_marker(pytest.mark.skip(reason=reason))
+
+
 def _apply_expectations(item: pytest.Item, ids: list[str], expectations: list[Any]) -> None:
     for entry in expectations:
         if entry.matches_test(item.nodeid):
@@ -337,6 +390,30 @@ def _apply_expectations(item: pytest.Item, ids: list[str], expectations: list[An
     skipped = {e.target: e for e in expectations if e.is_clause and e.kind == "skip"}
     if ids and all(cid in skipped for cid in ids):
         item.add_marker(pytest.mark.skip(reason=f"expected: {skipped[ids[0]].reason}"))
+
+
+_SUITE_DIR = Path(__file__).resolve().parent / "suite"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """In a test of the suite, every call into subject code returns within the deadline or
+    gets ``watchdog.Hang`` raised into it, which fails the test; other tests run as they are.
+
+    A hang the subject swallowed, or turned into another exception, still fails the test
+    as the hang: the deadlock is what went wrong.
+    """
+    seconds = _state(item.config)["call_timeout"] if _STATE in item.config.stash else None
+    if seconds is None or not _inside(item.path, _SUITE_DIR):
+        yield
+        return
+    from .watchdog import Watchdog
+
+    with Watchdog(seconds) as watch:
+        outcome = yield
+    fired = watch.fired
+    if fired is not None and (outcome.excinfo is None or outcome.excinfo[1] is not fired):
+        outcome.force_exception(fired)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -349,9 +426,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     failed: list[str] = []
     if call.excinfo is not None and report.failed:
         from .checks import clauses_of
+        from .watchdog import Hang
 
         error = call.excinfo.value
-        failed = sorted(set(clauses_of(error)))
+        failed = [error.clause] if isinstance(error, Hang) else sorted(set(clauses_of(error)))
         text = str(error).strip() or type(error).__name__
         first = text.splitlines()[0]
         # A clause failure's message already is the one template; other

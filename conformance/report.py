@@ -11,6 +11,7 @@ _MARK = {
     "failed": "FAIL",
     "error": "ERROR",
     "xfailed": "XFAIL",
+    "unchecked": "UNCHECKED",
     "skipped": "skip",
 }
 
@@ -40,11 +41,11 @@ def _counts(results: dict[str, Any]) -> str:
 def summary_lines(results: dict[str, Any]) -> list[str]:
     """One row per clause (id, level, outcome, tests, seconds), then the verdict."""
     lines = ["", "=" * 78, *_header(results), "-" * 78]
-    lines.append(f"{'clause':<10} {'level':<7} {'outcome':<7} {'tests':>5} {'seconds':>8}  note")
+    lines.append(f"{'clause':<10} {'level':<7} {'outcome':<9} {'tests':>5} {'seconds':>8}  note")
     for cid, clause in results["clauses"].items():
         note = clause["message"] if clause["outcome"] != "passed" else ""
         lines.append(
-            f"{cid:<10} {clause['level']:<7} {_MARK[clause['outcome']]:<7} "
+            f"{cid:<10} {clause['level']:<7} {_MARK[clause['outcome']]:<9} "
             f"{len(clause['tests']):>5} {clause['seconds']:>8.2f}  {note[:90]}"
         )
     lines.append("-" * 78)
@@ -67,7 +68,14 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
 
 def markdown(results: dict[str, Any]) -> str:
     """The summary as a Markdown document, e.g. for a CI job summary."""
-    icon = {"passed": "✅", "failed": "❌", "error": "💥", "xfailed": "⚠️", "skipped": "⏭️"}
+    icon = {
+        "passed": "✅",
+        "failed": "❌",
+        "error": "💥",
+        "xfailed": "⚠️",
+        "unchecked": "❔",
+        "skipped": "⏭️",
+    }
     out = [f"## sessionstate conformance: `{results['subject']}` is {results['verdict']}", ""]
     out += [f"- {line}" for line in _header(results)]
     out += [

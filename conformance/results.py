@@ -1,8 +1,12 @@
 """Per-clause outcomes from per-test outcomes, and the verdict.
 
-A failing test fails the clause its ``ClauseFailure`` names; a test that
-fails any other way (the subject raised, a hang) errors every clause it is
-tagged with. A clause passes when a test of it passed and none failed it.
+A clause passes only when every test tagged with it ran to the end and passed.
+A ``ClauseFailure`` fails the clause it names, whether or not the failing test
+is tagged with it; the test's other clauses were not checked to the end
+(``unchecked``, naming the clause that stopped them). A test that fails any
+other way (the subject raised, a hang) errors every clause it is tagged with.
+A test skipped as *not applicable* (the subject lacks a hook it needs) leaves
+its clauses unchecked when their other tests ran, and skipped when none did.
 """
 
 from __future__ import annotations
@@ -11,17 +15,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .applicability import NOT_APPLICABLE
 from .clauses import all_clauses
 from .expectations import Expectation
 
 __all__ = ["ClauseResult", "TestRecord", "aggregate", "report", "verdict"]
 
-OUTCOMES = ("passed", "failed", "error", "xfailed", "skipped")
-
 
 @dataclass
 class TestRecord:
     """One test's result as the plugin saw it."""
+
+    __test__ = False  # a record, not a test class for pytest to collect
 
     nodeid: str
     clauses: list[str]
@@ -48,63 +53,97 @@ def aggregate(
     expectations: Iterable[Expectation] = (),
     selected: Iterable[str] | None = None,
 ) -> dict[str, ClauseResult]:
-    """Clause id -> result, for every clause in spec order (or only ``selected``)."""
+    """Clause id -> result, for every clause in spec order (or only ``selected``).
+
+    A clause outside the selection that a selected test saw broken is reported
+    too: a failure is never dropped for not being asked about.
+    """
     clauses = all_clauses()
-    wanted = list(clauses) if selected is None else [c for c in clauses if c in set(selected)]
-    by_clause = {cid: ClauseResult(clauses[cid].level, "skipped") for cid in wanted}
-    expected = {e.target: e for e in expectations if e.is_clause}
-    seen_outcomes: dict[str, set[str]] = {cid: set() for cid in wanted}
+    wanted = set(clauses) if selected is None else set(selected)
+    seen: dict[str, list[tuple[str, TestRecord]]] = {cid: [] for cid in clauses}
     for record in records:
-        for cid in record.failed_clauses:
-            # A clause outside the selection that a selected test saw broken
-            # is still broken: report it rather than let the verdict pass.
-            if cid not in by_clause and cid in clauses:
-                by_clause[cid] = ClauseResult(clauses[cid].level, "skipped")
-                seen_outcomes[cid] = {"failed"}
-                by_clause[cid].tests.append(record.nodeid)
-                by_clause[cid].message = record.message
         for cid in record.clauses:
-            if cid not in by_clause:
-                continue
-            result = by_clause[cid]
-            result.tests.append(record.nodeid)
-            result.seconds += record.seconds
-            outcome = _clause_outcome(record, cid)
-            seen_outcomes[cid].add(outcome)
-            if outcome in ("failed", "error") and not result.message:
-                result.message = record.message
-    for cid, result in by_clause.items():
-        outcomes = seen_outcomes[cid]
-        result.outcome = next(
-            (o for o in ("failed", "error", "passed", "xfailed") if o in outcomes), "skipped"
-        )
-        entry = expected.get(cid)
-        if entry and result.outcome in ("failed", "error"):
-            result.outcome = "xfailed" if entry.kind == "xfail" else "skipped"
-            result.message = f"expected: {entry.reason}"
-        elif entry and entry.kind == "skip":
-            result.outcome, result.message = "skipped", f"expected: {entry.reason}"
-        if result.outcome == "skipped" and "unchecked" in outcomes and not result.message:
-            result.message = "not checked to the end: its tests stopped at another clause's failure"
-        if not result.tests and not result.message:
-            result.message = "no test of this clause was selected"
+            if cid in seen:
+                seen[cid].append((_clause_outcome(record, cid), record))
+        for cid in record.failed_clauses:
+            if cid in seen and cid not in record.clauses:
+                seen[cid].append(("failed", record))
+    expected = {e.target: e for e in expectations if e.is_clause}
+    by_clause: dict[str, ClauseResult] = {}
+    for cid, outcomes in seen.items():
+        broken = any(o in ("failed", "error") for o, _ in outcomes)
+        if cid not in wanted and not broken:
+            continue
+        by_clause[cid] = _clause_result(clauses[cid].level, outcomes, expected.get(cid))
     return by_clause
 
 
 def _clause_outcome(record: TestRecord, cid: str) -> str:
-    if record.outcome != "failed":
-        return record.outcome
-    if not record.failed_clauses:
+    """What ``record`` says about ``cid``, one of its tagged clauses."""
+    if record.outcome in ("failed", "xfailed") and record.failed_clauses:
+        if cid in record.failed_clauses:
+            return record.outcome
+        return "unchecked"  # it stopped at another clause's failure
+    if record.outcome == "failed":
         return "error"
-    # Failed for another clause: this one was not checked to the end.
-    return "failed" if cid in record.failed_clauses else "unchecked"
+    if record.outcome == "skipped" and NOT_APPLICABLE in record.message:
+        return "not-applicable"
+    return record.outcome
+
+
+def _clause_result(
+    level: str, outcomes: list[tuple[str, TestRecord]], entry: Expectation | None
+) -> ClauseResult:
+    result = ClauseResult(level, "skipped")
+    for _, record in outcomes:
+        result.tests.append(record.nodeid)
+        result.seconds += record.seconds
+    kinds = {outcome for outcome, _ in outcomes}
+    ran = kinds - {"skipped", "not-applicable"}
+
+    def first(*wanted: str) -> TestRecord:
+        return next(record for outcome, record in outcomes if outcome in wanted)
+
+    if kinds & {"failed", "error"}:
+        result.outcome = "failed" if "failed" in kinds else "error"
+        result.message = first(result.outcome).message
+    elif not ran:
+        skipped = [record.message.removeprefix("Skipped: ") for _, record in outcomes]
+        result.message = skipped[0] if skipped else "no test of this clause was selected"
+    elif "unchecked" in kinds:
+        record = first("unchecked")
+        result.outcome = "unchecked"
+        result.message = (
+            f"not checked to the end: {_short(record.nodeid)} stopped at "
+            f"{', '.join(record.failed_clauses)}'s failure"
+        )
+    elif "not-applicable" in kinds:
+        record = first("not-applicable")
+        result.outcome = "unchecked"
+        reason = record.message.removeprefix("Skipped: ")
+        result.message = f"not checked to the end: {_short(record.nodeid)} {reason}"
+    else:
+        result.outcome = "xfailed" if "xfailed" in kinds else "passed"
+    if entry and result.outcome in ("failed", "error"):
+        result.outcome = "xfailed" if entry.kind == "xfail" else "skipped"
+        result.message = f"expected: {entry.reason}"
+    elif entry and entry.kind == "skip":
+        result.outcome, result.message = "skipped", f"expected: {entry.reason}"
+    return result
+
+
+def _short(nodeid: str) -> str:
+    return nodeid.rpartition("/")[2]
 
 
 def verdict(results: Mapping[str, ClauseResult], strict: bool = False) -> str:
-    """``conformant`` unless a MUST clause (any clause, when strict) failed or errored."""
-    for result in results.values():
-        if result.outcome in ("failed", "error") and (strict or result.level == "MUST"):
-            return "non-conformant"
+    """``non-conformant`` if a MUST clause (any clause, when strict) failed or errored;
+    else ``incomplete`` if one was not checked to the end; else ``conformant``."""
+    counted = [r for r in results.values() if strict or r.level == "MUST"]
+    if any(r.outcome in ("failed", "error") for r in counted):
+        return "non-conformant"
+    if any(r.outcome == "unchecked" for r in counted):
+        return "incomplete"
     return "conformant"
 
 

@@ -2,7 +2,8 @@
 
 Exit status: 0 every MUST clause passed (SHOULD failures are warnings unless
 ``strict``); 1 a clause failed; 2 the suite was misused (bad target, capability,
-expectations file, clause id, profile).
+expectations file, clause id, profile); 3 no clause failed, but a MUST clause
+was not checked to the end (its tests stopped at an expected or SHOULD failure).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from .subject import UsageError
 
 __all__ = ["CheckOptions", "run_check"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 DEFAULT_TARGET = "sessionstate.fixtures.reference_subject:subject"
 
 
@@ -132,4 +133,6 @@ def run_check(options: CheckOptions) -> int:
         Path(options.markdown).write_text(markdown(results), encoding="utf-8")
     if options.strict and results["unmatched_expectations"]:
         return EXIT_FAILED
-    return EXIT_OK if results["verdict"] == "conformant" else EXIT_FAILED
+    return {"conformant": EXIT_OK, "incomplete": EXIT_INCOMPLETE}.get(
+        results["verdict"], EXIT_FAILED
+    )

@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .applicability import NOT_APPLICABLE
+
 __all__ = ["CAPABILITIES", "Subject", "UsageError", "load_subject", "typed_specs"]
 
 #: Optional features a subject may declare; clauses that need one say so in SPEC.md.
@@ -30,16 +32,17 @@ class Subject:
     clauses that need it, with a reason naming the field.
 
     * ``manager_factory(max_sessions=, byte_budget=, lock_factory=)`` builds a
-      manager (``lock_factory`` is omitted when a test does not need it);
-      ``None`` uses the reference manager, for subjects that only bring
-      objects or adapters.
+      manager (``lock_factory`` is omitted when a test does not need it).
+      ``None``: the manager clauses are not applicable; the OBJ and ADAPT
+      clauses host the subject's objects and adapters on the reference manager.
     * ``config_resolver(enable=, max_sessions=) -> (bool, int)``: the subject's
       ``resolve_session_state_config``; ``None`` skips the ENV clauses.
     * ``accounting(value, seen) -> dict[str, int]``: the subject's
       ``device_bytes``; ``None`` skips the clauses that call it directly.
     * ``buffer_factory()`` returns an allocated ``StateObject`` that accepts
-      ``append(payload)`` and counts what it holds; ``None`` uses the
-      reference ``LatentBuffer``.
+      ``append(payload)`` and counts what it holds; ``None`` uses a suite-owned
+      buffer counting through ``accounting`` (no reference object ever enters
+      the subject's sessions).
     * ``capabilities``: declared optional features, from ``CAPABILITIES``.
     * ``state_objects`` and ``adapters``: specs for custom StateObjects and
       model adapters (the OBJ and ADAPT groups).
@@ -74,14 +77,27 @@ class Subject:
         return self.manager_factory(**kwargs)
 
     def make_buffer(self) -> Any:
-        """A fresh allocated buffer from ``buffer_factory`` (or a reference LatentBuffer)."""
-        if self.buffer_factory is None:
-            from sessionstate.reference import LatentBuffer
+        """A fresh allocated buffer from ``buffer_factory``, else a ``SuiteBuffer`` that
+        counts through the subject's ``accounting``.
 
-            buffer = LatentBuffer()
-            buffer.allocate()
-            return buffer
-        return self.buffer_factory()
+        Never a reference object: its accounting would mix keys of its own into the
+        subject's ``seen`` sets (see ``suite_buffer``). With neither hook the test
+        is skipped as not applicable.
+        """
+        if self.buffer_factory is not None:
+            return self.buffer_factory()
+        if self.accounting is None:
+            import pytest
+
+            pytest.skip(
+                f"{NOT_APPLICABLE}: subject {self.name!r} has neither buffer_factory nor "
+                "accounting, so the suite has no buffer to put into its sessions"
+            )
+        from .suite_buffer import SuiteBuffer
+
+        buffer = SuiteBuffer(self.accounting)
+        buffer.allocate()
+        return buffer
 
 
 def _did_you_mean(word: str, choices: Sequence[str] | frozenset[str]) -> str:

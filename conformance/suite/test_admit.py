@@ -91,7 +91,7 @@ def test_refuses_a_miss_when_full(subject: Any, max_sessions: int) -> None:
         _refuse(manager, session_id, "ADMIT-1", f"{max_sessions} sessions, evict_when_full=False")
 
 
-@pytest.mark.clause("ADMIT-2")
+@pytest.mark.clause("ADMIT-2", "ADMIT-1", "ADMIT-4")
 def test_refusal_leaves_the_table(subject: Any) -> None:
     """Two refusals leave the sessions, their contents and their LRU order b, c, a."""
     manager = _refusing(subject, 3)
@@ -110,7 +110,7 @@ def test_refusal_leaves_the_table(subject: Any) -> None:
     _check_eviction_order(manager, ["b", "c", "a"], "ADMIT-2", when)
 
 
-@pytest.mark.clause("ADMIT-3")
+@pytest.mark.clause("ADMIT-3", "ADMIT-1", "ADMIT-4")
 def test_refused_miss_counts_in_no_counter(subject: Any) -> None:
     """Refusals leave hits, misses, evictions and their stats() keys as they were."""
     manager = _refusing(subject, 2)
@@ -127,7 +127,7 @@ def test_refused_miss_counts_in_no_counter(subject: Any) -> None:
     check_equal(in_stats, (1, 2, 0), "ADMIT-3", "stats() (hits, misses, evictions)", when)
 
 
-@pytest.mark.clause("ADMIT-4")
+@pytest.mark.clause("ADMIT-4", "ADMIT-1")
 def test_hits_are_served_when_full(subject: Any) -> None:
     """A full refusing manager returns the same sessions, counts hits and reorders them."""
     manager = _refusing(subject, 2)
@@ -144,7 +144,7 @@ def test_hits_are_served_when_full(subject: Any) -> None:
     _check_eviction_order(manager, ["b", "a"], "ADMIT-4", "after hits on 'a', 'b', 'a'")
 
 
-@pytest.mark.clause("ADMIT-5")
+@pytest.mark.clause("ADMIT-5", "ADMIT-1")
 def test_drop_readmits(subject: Any) -> None:
     """A successful drop frees one slot for a new, empty session; an absent id frees none."""
     manager = _refusing(subject, 2)
@@ -197,7 +197,7 @@ def test_raise_max_sessions_rejects_non_positive(subject: Any, new: int, refusin
     check_equal(manager.max_sessions, 2, "ADMIT-7", "max_sessions", f"after {call}")
 
 
-@pytest.mark.clause("ADMIT-8")
+@pytest.mark.clause("ADMIT-8", "ADMIT-1", "ADMIT-6")
 def test_raised_cap_admits_more(subject: Any) -> None:
     """From 2 to 4: two more sessions are admitted without eviction, the fifth is refused."""
     manager = _refusing(subject, 2)
@@ -300,7 +300,7 @@ class _CapLock:
         self.spans.append((self._cap, self._read_cap()))
 
 
-@pytest.mark.clause("ADMIT-12")
+@pytest.mark.clause("ADMIT-12", "ADMIT-1", "ADMIT-6")
 def test_admission_is_safe_under_the_lock(subject: Any) -> None:
     """A refusal releases the lock; raise_max_sessions writes the cap while holding it."""
     lock = _CapLock()

@@ -100,7 +100,7 @@ def _holder_view(session: Any, buffer: Any, tensor: Any) -> tuple[bool, bool, in
 HOLDER = "(get('frames') is the buffer, its resident, len(view()), view()[0] is t, attrs['x'] is t)"
 
 
-@pytest.mark.clause("DROP-4")
+@pytest.mark.clause("DROP-4", "LRU-4", "LRU-5")
 def test_drop_of_evicted_id_leaves_holders_data(subject: Any) -> None:
     """Dropping an id the LRU evicted returns False and leaves the holder's data untouched.
 

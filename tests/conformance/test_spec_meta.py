@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from functools import cache
+from typing import Any
 
 import pytest
 
@@ -68,3 +69,51 @@ class TestClauseCoverage:
             t for cid, ts in _clause_tests().items() if cid.startswith(group + "-") for t in ts
         ]
         assert any(module in t for t in tests), (group, tests[:3])
+
+
+def _suite_test_functions() -> list[tuple[str, object]]:
+    import importlib
+    import pkgutil
+
+    import sessionstate.conformance.suite as suite
+
+    found = []
+    for info in pkgutil.iter_modules(suite.__path__):
+        module = importlib.import_module(f"{suite.__name__}.{info.name}")
+        found += [
+            (f"{info.name}::{name}", fn)
+            for name, fn in vars(module).items()
+            if name.startswith("test_") and callable(fn)
+        ]
+    return found
+
+
+def _tags(marks: list[Any]) -> set[str]:
+    """Clause tags on a test function and on its parametrized cases."""
+    tags = set()
+    for mark in marks:
+        if mark.name == "clause":
+            tags |= set(mark.args)
+        elif mark.name == "parametrize":
+            for case in mark.args[1]:
+                tags |= _tags(list(getattr(case, "marks", ())))
+    return tags
+
+
+def test_every_clause_a_test_checks_by_name_is_among_its_tags() -> None:
+    """A clause a test can fail is one it is tagged with, so a run narrowed to that clause
+    runs it, and the report counts the test as one of the clause's.
+
+    Static half of the rule: clause ids written in the test's own body. The zoo run
+    checks the other half, what tests raised at run time (tests/zoo/test_zoo.py)."""
+    import inspect
+    import re
+
+    literal = re.compile(r"\"([A-Z]+-\d+)\"")
+    untagged = {}
+    for name, fn in _suite_test_functions():
+        tags = _tags(getattr(fn, "pytestmark", []))
+        extra = set(literal.findall(inspect.getsource(fn))) - tags  # type: ignore[arg-type]
+        if extra:
+            untagged[name] = sorted(extra)
+    assert untagged == {}

@@ -41,6 +41,18 @@ def test_zoo_subject_fails_its_clauses(entry: ZooEntry, run_check: Any) -> None:
     assert run.outcomes(entry.kills) == dict.fromkeys(entry.kills, "failed"), (
         f"{entry.name}: {entry.bug}\n{run.describe()}"
     )
+    assert _untagged_failures(run) == [], "a test raised a clause it is not tagged with"
+
+
+def _untagged_failures(run: Any) -> list[str]:
+    """Every clause a test failed must be among its tags: the tags say what a test checks,
+    and a clause raised from an untagged test would be unchecked in a narrowed run."""
+    return [
+        f"{test['nodeid']} raised {cid}, tagged {test['clauses']}"
+        for test in run.report["tests"]
+        for cid in test["failed_clauses"]
+        if cid not in test["clauses"]
+    ]
 
 
 def _clean_pass(target: str, run_check: Any) -> None:

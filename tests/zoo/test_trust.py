@@ -1,0 +1,117 @@
+"""Verdicts a CI can gate on: no false failures on correct code, no credit for absent hooks.
+
+Each subject here is correct in the way it is written; before the fixes these
+tests pin, the suite failed or credited it anyway:
+
+* a buffer that *refuses* ``view()``/``append()`` after ``reset()`` (an allowed
+  refusal, SPEC OBJ) failed DROP-2 and RESET-1;
+* a subject with its own ``accounting`` and no ``buffer_factory`` got the
+  reference ``LatentBuffer`` in its sessions, whose ``seen`` keys differ from its
+  own, and failed ACCT-11 (one tensor counted twice);
+* a subject without a ``manager_factory`` had the KEY/LRU/DROP/STATS clauses run
+  on the reference manager and reported passed.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from sessionstate.conformance.clauses import all_clauses
+
+MANAGER_GROUPS = ("KEY", "LRU", "RESET", "DROP", "STATS")
+
+REFUSING_BUFFER = '''
+from sessionstate.conformance import Subject
+from sessionstate.reference import LatentBuffer, SessionStateManager, device_bytes
+
+
+class RefusingBuffer(LatentBuffer):
+    """Like upstream's LatentBuffer: unallocated, it refuses instead of answering."""
+
+    def _refuse_unless_allocated(self):
+        if not self.resident:
+            raise RuntimeError("RefusingBuffer is not allocated; call allocate() first.")
+
+    def view(self, *, include_staged=True):
+        self._refuse_unless_allocated()
+        return super().view(include_staged=include_staged)
+
+    def append(self, payload):
+        self._refuse_unless_allocated()
+        super().append(payload)
+
+    def commit(self, payload=None):
+        self._refuse_unless_allocated()
+        super().commit(payload)
+
+
+def make_buffer():
+    buffer = RefusingBuffer()
+    buffer.allocate()
+    return buffer
+
+
+subject = Subject(name="refusing", manager_factory=SessionStateManager,
+                  accounting=device_bytes, buffer_factory=make_buffer)
+'''
+
+OWN_ACCOUNTING = """
+from sessionstate.conformance import Subject
+from sessionstate.fixtures.alternative_manager import AlternativeManager, alt_device_bytes
+
+# No buffer_factory: the suite must bring a buffer that counts through alt_device_bytes.
+subject = Subject(name="own-accounting", manager_factory=AlternativeManager,
+                  accounting=alt_device_bytes)
+"""
+
+NO_MANAGER = """
+from sessionstate.conformance import Subject
+from sessionstate.fixtures.state_object_specs import REFERENCE_SPECS
+
+subject = Subject(name="objects-only", state_objects=REFERENCE_SPECS)
+"""
+
+
+def _module(tmp_path: Path, name: str, source: str) -> str:
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(source), encoding="utf-8")
+    return f"{name}:subject"
+
+
+def _not_passed(run: Any, clauses: list[str]) -> dict[str, str]:
+    outcomes = run.outcomes(clauses)
+    return {cid: o for cid, o in outcomes.items() if o != "passed"}
+
+
+def test_refusal_after_reset_is_not_a_defect(tmp_path: Path, run_check: Any) -> None:
+    """DROP-2 and RESET-1 read reset objects through ``resident``, accepting the refusal."""
+    target = _module(tmp_path, "refusing_subject", REFUSING_BUFFER)
+    clauses = ["DROP-2", "DROP-4", "RESET-1", "RESET-4", "ACCT-11"]
+    run = run_check(target, clauses)
+    assert _not_passed(run, clauses) == {}, run.describe()
+    assert run.returncode == 0, run.describe()
+
+
+def test_default_buffer_counts_through_the_subjects_accounting(
+    tmp_path: Path, run_check: Any
+) -> None:
+    """No reference object enters a subject's sessions, so its ``seen`` stays its own."""
+    target = _module(tmp_path, "own_accounting_subject", OWN_ACCOUNTING)
+    clauses = ["ACCT-10", "ACCT-11", "DROP-2", "RESET-1", "STATS-3"]
+    run = run_check(target, clauses)
+    assert _not_passed(run, clauses) == {}, run.describe()
+    assert run.returncode == 0, run.describe()
+
+
+def test_a_missing_manager_is_not_applicable_never_passed(tmp_path: Path, run_check: Any) -> None:
+    """The manager clauses are skipped naming the hook; the OBJ clauses still run and pass."""
+    target = _module(tmp_path, "objects_only_subject", NO_MANAGER)
+    run = run_check(target, ["OBJ", *MANAGER_GROUPS])
+    manager = [c for c, v in all_clauses().items() if v.group in MANAGER_GROUPS]
+    obj = [c for c, v in all_clauses().items() if v.group == "OBJ"]
+    clauses = run.report["clauses"]
+    assert {clauses[c]["outcome"] for c in manager} == {"skipped"}, run.describe()
+    assert all("no manager_factory" in clauses[c]["message"] for c in manager), run.describe()
+    assert _not_passed(run, obj) == {}, run.describe()
+    assert (run.report["verdict"], run.returncode) == ("conformant", 0), run.describe()
