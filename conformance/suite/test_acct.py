@@ -415,6 +415,27 @@ def test_session_counts_objects_and_attrs_with_one_seen(subject: Any) -> None:
     run()
 
 
+@pytest.mark.clause("ACCT-10")
+@pytest.mark.parametrize("device", available_devices())
+def test_attrs_count_with_the_objects_seen(subject: Any, device: str) -> None:
+    """The basic statement in every run, not only when drawn: an attribute aliasing a
+    buffer's tensor counts once, and an attribute of its own counts too."""
+    shared, own = allocate(device, (2, 3)), allocate(device, (4,), fill=1)
+    view = derivations(shared)[0](shared)
+    contents = SessionContents([[shared]], {"vae_cache": Nested(view.value, [view], view.expr),
+                                            "prompt_embeds": Nested([own.value], [own], f"[{own!r}]")})  # fmt: skip
+    with calling("ACCT-10", "make_manager(max_sessions=4).get_or_create_session('acct')"):
+        session = subject.make_manager(max_sessions=4).get_or_create_session("acct")
+    _fill(subject, session, contents, "ACCT-10")
+    expected = expected_bytes([shared, own])
+    when = f"a buffer holding {shared!r}, attrs {contents.attrs!r}"
+    with calling("ACCT-10", "session.nbytes_by_device()"):
+        observed = session.nbytes_by_device()
+    check_bytes(observed, expected, "ACCT-10", "session.nbytes_by_device()", when)
+    with calling("ACCT-10", "session.nbytes"):
+        check_equal(session.nbytes, sum(expected.values()), "ACCT-10", "session.nbytes", when)
+
+
 @pytest.mark.clause("ACCT-11")
 def test_manager_counts_sessions_in_the_table_once(subject: Any) -> None:
     """Storages shared by sessions count once; evicted and dropped sessions do not count."""

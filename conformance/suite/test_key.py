@@ -19,6 +19,10 @@ from sessionstate.conformance.machine import SESSION_IDS
 
 FALSY_IDS = [None, "", 0, False, 0.0, (), b""]
 STRINGIFIED = [(7, "7"), (("t",), "('t',)"), (1.5, "1.5"), (True, "True"), (-3, "-3")]
+#: Truthy ids whose ``str`` differ, though Python may call them equal (``1 == True ==
+#: 1.0``, ``7 == 7.0``), they read alike (``b"7"``, ``" a"``) or a careless key
+#: function merges them (decoding bytes, stripping or folding case).
+DISTINCT = ["a", " a", "a ", "A", b"a", "b'a'", 1, True, 1.0, "1", "True", 7, 7.0, b"7", "7.0"]
 
 
 def _manager(subject: Any, clause: str) -> Any:
@@ -52,6 +56,21 @@ def test_truthy_id_is_stringified(subject: Any, session_id: object, text: str) -
         size = len(manager)
     check_equal(second is first, True, "KEY-2", "the second session is the first", call)
     check_equal(size, 1, "KEY-2", "len(manager)", f"after {call}")
+
+
+@pytest.mark.clause("KEY-2")
+def test_ids_with_different_str_are_different_sessions(subject: Any) -> None:
+    """Every ordered pair of ``DISTINCT``: one session exactly when their ``str`` agree."""
+    for first in DISTINCT:
+        for second in DISTINCT:
+            manager = _manager(subject, "KEY-2")
+            call = f"get_or_create_session({first!r}), then ({second!r})"
+            with calling("KEY-2", call):
+                same = manager.get_or_create_session(first) is manager.get_or_create_session(second)
+            expected = str(first) == str(second)
+            what = "the second session is the first"
+            check_equal(same, expected, "KEY-2", what, f"{call}: str() gives {str(first)!r}"
+                        f" and {str(second)!r}")  # fmt: skip
 
 
 def _same_session(subject: Any, first: object, second: object) -> bool:
