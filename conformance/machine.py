@@ -135,6 +135,48 @@ def key_suspects(subject: Any, ids: tuple[object, ...]) -> list[tuple[str, Seman
     return _LEARNED[cached][1]
 
 
+_DROP_ORDER: dict[int, tuple[Any, frozenset[str]]] = {}
+
+
+def drop_reorders(subject: Any) -> frozenset[str]:
+    """Which drops of the subject change the LRU order of the others (cached):
+    ``"present"`` (DROP-3), ``"absent"`` (DROP-1: a drop that changes nothing).
+
+    Learned on fresh managers, as ``key_suspects`` is, and only ever used to name
+    the clause of a disagreement already found: a wrong victim after a drop is
+    the drop's, not LRU-3's, when the subject's drops reorder the table. For each
+    key of a table ``c a d b`` (neither sorted nor reversed), and for an absent
+    one, misses after the drop evict the others one by one; the victims must come
+    in the order the table had. Only ``in`` at the very end observes a victim, so a
+    refreshing ``in`` (STATS-4) cannot mislead it.
+    """
+    if id(subject) not in _DROP_ORDER:
+        _DROP_ORDER[id(subject)] = (subject, _learn_drop_order(subject))
+    return _DROP_ORDER[id(subject)][1]
+
+
+def _learn_drop_order(subject: Any) -> frozenset[str]:
+    keys = ["c", "a", "d", "b"]
+    found = set()
+    try:
+        for dropped in [*keys, "absent"]:
+            rest = [k for k in keys if k != dropped]
+            for misses in range(1, len(rest) + 1):
+                manager = subject.make_manager(max_sessions=len(keys), byte_budget=None)
+                for key in keys:
+                    manager.get_or_create_session(key)
+                manager.drop_session(dropped)
+                for n in range(misses + len(keys) - len(rest)):
+                    manager.get_or_create_session(f"new{n}")
+                evicted = [k for k in rest if k not in manager]
+                if evicted != rest[:misses]:
+                    found.add("absent" if dropped == "absent" else "present")
+                    break
+    except Exception:
+        return frozenset()
+    return frozenset(found)
+
+
 def _resurrected(known: SessionModel | None) -> str:
     """The clause a miss breaks by returning ``known`` rather than a new session."""
     if known is None or known.fate == "in the table":
@@ -327,7 +369,19 @@ class ManagerMachine(RuleBasedStateMachine):
             self._probe_all()
             learned = key_suspects(self.subject, self.SESSION_IDS)
             clause = suspect(self.model.max_sessions, self.trace, learned) or clause
+            if clause in ("LRU-3", "LRU-4"):
+                clause = self._drop_damage() or clause
             check_equal(observed, expected, clause, what, self._when(when))
+
+    def _drop_damage(self) -> str | None:
+        """DROP-3 (or DROP-1) when this run dropped and the subject's drops reorder the
+        table: the order a drop damaged shows only in a later eviction."""
+        kinds = {"present" if seen else "absent" for call, _, seen in self.trace
+                 if call == "drop_session"}  # fmt: skip
+        damaging = kinds & drop_reorders(self.subject)
+        if "present" in damaging:
+            return "DROP-3"
+        return "DROP-1" if damaging else None
 
     def _probe_all(self) -> None:
         # Failing anyway, so order no longer matters: `in` on every id gives

@@ -473,3 +473,39 @@ def test_storage_shared_by_two_sessions_counts_once(subject: Any, device: str) -
         observed = manager.nbytes_by_device()
     when = f"sessions 'a' (attrs['cache'] = {held!r}) and 'b' (a buffer holding {view!r})"
     check_bytes(observed, expected_bytes([held]), "ACCT-11", "manager.nbytes_by_device()", when)
+
+
+@pytest.mark.clause("ACCT-11", "STATS-2", "STATS-3")
+@pytest.mark.parametrize("device", available_devices())
+def test_evicted_and_dropped_sessions_do_not_count(subject: Any, device: str) -> None:
+    """In every run: sessions that hold bytes leave the count when evicted (a holder keeps
+    them alive) or dropped; a storage two table sessions share counts once, in
+    ``nbytes_by_device()`` and in ``stats()``, whose ``total_nbytes`` is their sum."""
+    a, b, c = (allocate(device, (2, 3), fill=n) for n in range(3))
+    with calling("ACCT-11", "make_manager(max_sessions=2)"):
+        manager = subject.make_manager(max_sessions=2)
+        holders = [manager.get_or_create_session(s) for s in ("a", "b", "c", "d")]
+        holders[0].attrs["cache"] = a.value  # 'a': evicted by 'c', still held
+        holders[1].attrs["cache"] = b.value  # 'b': evicted by 'd'
+        _fill(subject, holders[2], SessionContents([[c]], {}), "ACCT-11")
+        holders[3].attrs["shared"] = derivations(c)[0](c).value  # 'd' shares c with 'c'
+    program = (
+        f"max_sessions=2; sessions 'a' (attrs {a!r}), 'b' (attrs {b!r}), 'c' (a buffer "
+        f"holding {c!r}), 'd' (attrs: a view of {c!r}): 'a' and 'b' evicted, still held"
+    )
+    for step, expected in ((program, [c]), ("then drop_session('c')", [c]),
+                           ("then drop_session('d')", [])):  # fmt: skip
+        if step.startswith("then"):
+            with calling("ACCT-11", step.removeprefix("then ")):
+                manager.drop_session(step.split("'")[1])
+            program += f"; {step.removeprefix('then ')}"
+        with calling("ACCT-11", "manager.nbytes_by_device()"):
+            observed = manager.nbytes_by_device()
+        check_bytes(observed, expected_bytes(expected), "ACCT-11", "nbytes_by_device()", program)
+        with calling("STATS-2", "manager.stats()"):
+            stats = manager.stats()
+        per_device = {k.removeprefix("nbytes:"): v for k, v in stats.items()
+                      if isinstance(k, str) and k.startswith("nbytes:")}  # fmt: skip
+        total = sum(expected_bytes(expected).values())
+        check_equal(stats.get("total_nbytes"), total, "STATS-2", "stats()['total_nbytes']", program)
+        check_bytes(per_device, expected_bytes(expected), "STATS-3", "stats() nbytes", program)
