@@ -1,7 +1,7 @@
 """Calling a subject's accounting from the ACCT tests, and hand-computed cases.
 
 Shared by ``suite/test_acct.py`` and ``suite/test_acct_host.py``: the checked
-call (a new dict of device name -> int, ACCT-4/ACCT-5), the watchdog that turns
+call (a new dict of device name -> int, ACCT-4/ACCT-5), the deadline that turns
 a walk that never ends into a clause failure (ACCT-9), and ``Case``, a program
 with the bytes each of its calls must return, written out by hand.
 """
@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from .checks import calling, check, check_bytes
-from .watchdog import call_within
+from .watchdog import blame
 
 __all__ = ["Case", "accounting_of", "checked", "count", "run_case", "within_deadline"]
 
@@ -64,20 +64,13 @@ class Case:
             return [(text, eval(text, names)) for text in self.calls]
 
 
-DEADLINE_S = 5.0
-
-
 def within_deadline(
     accounting: Any, value: object, seen: set[Any], clause: str, call: str, when: str
 ) -> Any:
-    """``accounting(value, seen)`` on a watchdog thread: a walk that never ends is
-    interrupted and fails ``clause`` after ``DEADLINE_S`` instead of hanging the suite
-    (ACCT-9)."""
-    with calling(clause, call):  # RecursionError included: it is a failure too
-        result = call_within(
-            clause, call, lambda: accounting(value, seen), DEADLINE_S,
-            why=f", after {when}", interrupt=True,
-        )  # fmt: skip
+    """``accounting(value, seen)``, where a walk that never ends fails ``clause`` (ACCT-9),
+    not LOCK-3, when the plugin's watchdog interrupts it (``watchdog.DEFAULT_SECONDS``)."""
+    with calling(clause, call), blame(clause, call, why=f", after {when}"):
+        result = accounting(value, seen)  # RecursionError included: a failure too
     return checked(result, call)
 
 

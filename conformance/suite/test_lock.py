@@ -1,7 +1,10 @@
 """LOCK-*: locking (SPEC.md, "LOCK: locking").
 
-Every call into the subject runs under a watchdog (``conformance.watchdog``),
-so a deadlock fails the clause being checked instead of hanging CI. The locks
+Every call into the subject from the test's own thread is bounded by the
+watchdog the plugin arms around each test (``conformance.watchdog``): a call
+that deadlocks on ``threading.Lock`` fails LOCK-3 naming the call, instead of
+hanging CI. The threads of LOCK-4 and LOCK-5 have a deadline of their own
+(``run_threads_within``). The locks
 handed to the subject are the suite's own (``conformance.locks``): they count
 how they are used and never deadlock on re-entry. Expected results come from
 ``LruModel`` in ``conformance.linearizability``, the suite's own sequential
@@ -40,7 +43,7 @@ from sessionstate.conformance.locks import (
     fast_switching,
     perturbed,
 )
-from sessionstate.conformance.watchdog import InFlight, call_within, run_threads_within
+from sessionstate.conformance.watchdog import InFlight, run_threads_within
 
 MAX_SESSIONS = 2
 KEYS = ("a", "b", "c")
@@ -98,24 +101,22 @@ def perform(manager: Any, method: str, args: Sequence[Any]) -> Any:
 
 
 def invoke(clause: str, manager: Any, method: str, args: Sequence[Any]) -> Any:
-    """``perform`` under the watchdog; a subject exception fails ``clause``."""
+    """``perform``; a subject exception fails ``clause`` (a hang, LOCK-3: the watchdog)."""
     __tracebackhide__ = True
-    text = call_text(method, args)
-    with calling(clause, text):
-        return call_within(clause, text, functools.partial(perform, manager, method, args))
+    with calling(clause, call_text(method, args)):
+        return perform(manager, method, args)
 
 
 def make_manager(
     subject: Any, clause: str, lock_factory: Any, label: str, max_sessions: int = MAX_SESSIONS
 ) -> Any:
-    """``subject.make_manager(...)`` under the watchdog; ``label`` names the factory."""
+    """``subject.make_manager(...)``; ``label`` names the factory in a failure."""
     __tracebackhide__ = True
     text = f"make_manager(max_sessions={max_sessions}, byte_budget=None, lock_factory={label})"
-    build = functools.partial(
-        subject.make_manager, max_sessions=max_sessions, byte_budget=None, lock_factory=lock_factory
-    )
     with calling(clause, text):
-        return call_within(clause, text, build)
+        return subject.make_manager(
+            max_sessions=max_sessions, byte_budget=None, lock_factory=lock_factory
+        )
 
 
 def pick(rnd: random.Random, keys: Sequence[str] = KEYS) -> tuple[str, tuple[str, ...]]:
@@ -138,8 +139,7 @@ def run_sequentially(
     for method, args in calls:
         text = call_text(method, args)
         with calling(clause, text):
-            thunk = functools.partial(perform, manager, method, args)
-            call_within(clause, text, functools.partial(recorder.call, method, args, thunk))
+            recorder.call(method, args, functools.partial(perform, manager, method, args))
         if method == "nbytes_by_device":
             continue  # not modelled: bytes are the ACCT clauses' business
         step = model.step(state, recorder.calls[-1])
@@ -240,7 +240,7 @@ def test_non_reentrant_lock_is_never_reentered(subject: Any) -> None:
         text = call_text(method, args)
         with calling("LOCK-3", text):
             try:
-                call_within("LOCK-3", text, functools.partial(perform, manager, method, args))
+                perform(manager, method, args)
             finally:
                 # The lock's record names the route back in, even if the subject
                 # swallowed or wrapped the LockReentered it raised.

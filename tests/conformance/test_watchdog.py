@@ -1,0 +1,236 @@
+"""The per-call deadline (``conformance/watchdog.py``): what it interrupts, what it leaves
+alone, what it reports, and that it leaves no timer behind.
+
+Functions defined in this file count as subject code (they are not the suite's); the
+test function that enters ``Watchdog`` never does (it was on the stack before).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sessionstate.conformance import watchdog
+from sessionstate.conformance.watchdog import (
+    Hang,
+    InFlight,
+    Watchdog,
+    blame,
+    deadline_from,
+    run_threads_within,
+    unavailable,
+)
+from sessionstate.fixtures.zoo.lock_stats_reentrant import StatsReentrantManager
+
+pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"{unavailable()}")
+
+SECONDS, TICK = 0.5, 0.05
+#: Scheduling slack on a loaded 2-core machine.
+SLACK = 0.5
+
+
+@pytest.fixture(autouse=True)
+def fresh_watchdog(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No function has hung before; no timer or handler is left after the test."""
+    monkeypatch.setattr(watchdog, "_hung", set())
+    before = signal.getsignal(signal.SIGALRM)
+    yield
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGALRM) is before
+
+
+def reenter(lock: threading.Lock) -> None:
+    with lock, lock:  # a threading.Lock deadlocks on the second entry
+        pass
+
+
+def spin(stopped: threading.Event) -> None:
+    try:
+        while True:
+            pass
+    finally:
+        stopped.set()
+
+
+def swallow(lock: threading.Lock) -> str:
+    try:
+        reenter(lock)
+    except BaseException:
+        return "swallowed"
+    return "returned"
+
+
+def test_main_thread_lock_reentry_is_interrupted_within_deadline_and_tick() -> None:
+    lock = threading.Lock()
+    started = time.monotonic()
+    with Watchdog(SECONDS, TICK) as watch, pytest.raises(Hang) as caught:
+        reenter(lock)
+    elapsed = time.monotonic() - started
+    assert SECONDS <= elapsed < SECONDS + TICK + SLACK
+    assert not lock.locked()  # the `with lock:` that got in was unwound
+    assert (caught.value.clause, caught.value.call, watch.fired) == (
+        "LOCK-3",
+        "reenter()",
+        caught.value,
+    )
+    assert re.fullmatch(
+        r"reenter\(\) did not return within 0\.5 s \(deadlock\?\) "
+        r"\[LOCK-3: reenter, called at tests/conformance/test_watchdog\.py:\d+\]",
+        str(caught.value),
+    )
+
+
+def test_a_cpu_loop_in_subject_code_is_interrupted() -> None:
+    stopped = threading.Event()
+    started = time.monotonic()
+    with Watchdog(SECONDS, TICK), pytest.raises(Hang, match=r"^spin\(\) did not return"):
+        spin(stopped)
+    assert stopped.is_set() and time.monotonic() - started < SECONDS + TICK + SLACK
+
+
+def test_hang_is_a_base_exception_that_except_exception_does_not_catch() -> None:
+    assert not issubclass(Hang, Exception)
+
+
+def test_a_stuck_manager_method_releases_its_lock_and_the_manager_works_on() -> None:
+    manager = StatsReentrantManager(max_sessions=2, lock_factory=threading.Lock)
+    manager.get_or_create_session("a")
+    with Watchdog(SECONDS, TICK), pytest.raises(Hang) as caught:
+        manager.stats()
+    assert re.fullmatch(
+        r"stats\(\) did not return within 0\.5 s \(deadlock\?\) \[LOCK-3: "
+        r"StatsReentrantManager\.stats, called at tests/conformance/test_watchdog\.py:\d+\]",
+        str(caught.value),
+    )
+    assert (len(manager), "a" in manager, manager.nbytes_by_device()) == (1, True, {})
+
+
+def test_long_running_suite_and_standard_library_frames_are_left_alone() -> None:
+    """The main thread waiting in the suite's own code (joining LOCK-4 threads) or in the
+    standard library is no call into the subject, however long it takes."""
+    with Watchdog(0.2, TICK) as watch:
+        errors = run_threads_within("LOCK-4", [lambda: time.sleep(0.6)], InFlight(), seconds=5)
+        threading.Event().wait(0.4)
+    assert (errors, watch.fired) == ([], None)
+
+
+def test_many_short_calls_are_not_one_long_one() -> None:
+    """Each call is a new frame with a deadline of its own."""
+    deadline = time.monotonic() + 0.6
+    with Watchdog(0.2, 0.02) as watch:
+        while time.monotonic() < deadline:
+            spin_briefly()
+    assert watch.fired is None
+
+
+def spin_briefly() -> None:
+    until = time.monotonic() + 0.01
+    while time.monotonic() < until:
+        pass
+
+
+def test_a_swallowed_hang_is_still_recorded_and_later_calls_get_one_tick() -> None:
+    lock = threading.Lock()
+    with Watchdog(SECONDS, TICK) as watch:
+        assert swallow(lock) == "swallowed"
+        first = watch.fired
+        started = time.monotonic()
+        with pytest.raises(Hang, match=r"^reenter\(\) did not return within 0\.05 s"):
+            reenter(lock)
+    assert first is not None and watch.fired is first
+    assert time.monotonic() - started < 2 * TICK + SLACK
+
+
+def test_a_function_that_hung_before_gets_the_shorter_repeat_deadline() -> None:
+    lock = threading.Lock()
+    with Watchdog(SECONDS, TICK), pytest.raises(Hang):
+        reenter(lock)
+    started = time.monotonic()
+    with Watchdog(5.0, TICK), pytest.raises(Hang, match=r"within 1\.0 s .*; it hung before\]$"):
+        reenter(lock)
+    assert watchdog.REPEAT_SECONDS <= time.monotonic() - started < 1.0 + TICK + SLACK
+
+
+def test_blame_names_the_clause_and_the_call() -> None:
+    stopped = threading.Event()
+    with (
+        Watchdog(SECONDS, TICK),
+        pytest.raises(Hang) as caught,
+        blame("ACCT-9", "device_bytes(loop, seen)", why=", after x = loop()"),
+    ):
+        spin(stopped)
+    assert caught.value.clause == "ACCT-9"
+    assert str(caught.value) == (
+        "device_bytes(loop, seen) did not return within 0.5 s, after x = loop() [ACCT-9]"
+    )
+
+
+def test_hypothesis_does_not_shrink_or_replay_a_hang() -> None:
+    """One example runs into the deadline; Hypothesis re-raises at once."""
+    lock, tried = threading.Lock(), []
+
+    @settings(max_examples=50, database=None, deadline=None)
+    @given(st.integers())
+    def hangs(n: int) -> None:
+        tried.append(n)
+        reenter(lock)
+
+    started = time.monotonic()
+    with Watchdog(SECONDS, TICK), pytest.raises(Hang):
+        hangs()
+    assert (len(tried), time.monotonic() - started < SECONDS + TICK + SLACK) == (1, True)
+
+
+def test_disarmed_after_the_block_and_nesting_restores_the_outer_timer() -> None:
+    with Watchdog(SECONDS, TICK):
+        outer_handler = signal.getsignal(signal.SIGALRM)
+        with Watchdog(0.2, 0.1):
+            assert signal.getitimer(signal.ITIMER_REAL)[1] == pytest.approx(0.1)
+        assert signal.getsignal(signal.SIGALRM) == outer_handler
+        assert signal.getitimer(signal.ITIMER_REAL)[1] == pytest.approx(TICK)
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    time.sleep(3 * TICK)  # no stray tick arrives (SIGALRM's default would end the process)
+
+
+def test_inactive_off_the_main_thread_and_when_sigalrm_is_taken() -> None:
+    seen: list[object] = []
+
+    def in_thread() -> None:
+        with Watchdog(SECONDS, TICK) as watch:
+            seen.extend([unavailable(), watch.active])
+
+    thread = threading.Thread(target=in_thread)
+    thread.start()
+    thread.join(5)
+    assert seen == ["tests run off the main thread", False]
+
+    def theirs(signum: int, frame: object) -> None:
+        pass
+
+    previous = signal.signal(signal.SIGALRM, theirs)
+    try:
+        with Watchdog(SECONDS, TICK) as watch:
+            assert not watch.active and signal.getsignal(signal.SIGALRM) is theirs
+        assert unavailable() == f"SIGALRM is handled by {theirs.__qualname__!r}"
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"), [(None, 5.0), ("", 5.0), (" 2.5 ", 2.5), ("0", None), ("0.0", None)]
+)
+def test_deadline_from_a_setting(value: str | None, seconds: float | None) -> None:
+    assert deadline_from(value) == seconds
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "five"])
+def test_deadline_from_rejects_what_is_not_seconds(value: str) -> None:
+    with pytest.raises(ValueError):
+        deadline_from(value)
