@@ -112,6 +112,30 @@ def _evict_after_commit(subject: Any, spec: StateObjectSpec) -> None:
     run()
 
 
+@pytest.mark.clause("OBJ-7")
+def test_every_misuse_raises_type_error(subject: Any) -> None:
+    """OBJ-7 in every example rather than when the machine draws a misuse: each of an
+    unknown keyword, a positional sizing argument and a positional ``view`` flag, on a
+    fresh object and on an allocated one."""
+    specs = typed_specs(subject, "state_objects", StateObjectSpec)
+    if not specs:
+        pytest.skip(f"subject {subject.name!r} has no state_objects")
+    for spec in specs:
+        _every_misuse(subject, spec)
+
+
+def _every_misuse(subject: Any, spec: StateObjectSpec) -> None:
+    @given(data=st.data(), allocated=st.booleans())
+    def run(data: Any, allocated: bool) -> None:
+        machine = StateObjectMachine(subject, spec)
+        if allocated:
+            machine.allocate(data)
+        for misuse in _MISUSES:
+            machine.allocate_or_view_wrongly(data, misuse)
+
+    run()
+
+
 @pytest.mark.clause("OBJ-9")
 def test_a_run_of_writes_matches_the_model(subject: Any) -> None:
     """OBJ-9 where rings and caches go wrong: allocate, then three to eight commits and
