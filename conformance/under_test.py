@@ -2,12 +2,11 @@
 
 These facts feed the report header and the JSON results. They are gathered
 where the subject is loaded, because gathering them is not free: the subject's
-module imports torch, and probing for simulated CUDA devices builds a
-FakeTensor, whose mode imports ``torch._dynamo`` (about 0.9 s here). An xdist
+module imports torch (about 0.8 s here), which probing for devices needs too
+(simulated CUDA devices are host tensors, and cost little more). An xdist
 controller runs no test, so it does not gather them: each worker sends its own
 at the end of the run, and the controller prints them in the summary. Paying
-for them up front in the controller would delay the start of every worker
-(by 1.7 s on 2 cores).
+for them up front in the controller would delay the start of every worker.
 """
 
 from __future__ import annotations
