@@ -15,11 +15,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["NOT_APPLICABLE", "hooks_needed", "missing_hook"]
+__all__ = ["NOT_APPLICABLE", "NOT_CHECKED", "hooks_needed", "missing_hook"]
 
 #: The prefix of a skip reason saying that a test cannot run against this subject
 #: (a hook it lacks), as opposed to this machine (no CUDA device).
 NOT_APPLICABLE = "not applicable"
+#: The prefix of a skip reason saying that a focused test never got past another
+#: clause's failure (``checks.focused_on``): its clause is unchecked, not passed.
+NOT_CHECKED = "not checked"
 
 #: Group (or clause id) -> the Subject fields its tests call. A clause id entry
 #: wins over its group's.

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, NoReturn
 
+from .applicability import NOT_CHECKED
 from .clauses import clause as lookup_clause
 
 __all__ = [
@@ -18,6 +21,7 @@ __all__ = [
     "check_equal",
     "clauses_of",
     "focused_on",
+    "per_clause",
 ]
 
 
@@ -33,19 +37,15 @@ def check(condition: object, clause: str, message: str) -> None:
     """Fail ``clause`` with ``message`` unless ``condition`` holds."""
     __tracebackhide__ = True
     if not condition:
-        lookup_clause(clause)  # an unknown id is a suite bug, caught loudly here
-        raise ClauseFailure(clause, f"{message} [{clause}]")
+        _fail(clause, f"{message} [{clause}]")
 
 
 def check_equal(observed: object, expected: object, clause: str, what: str, when: str = "") -> None:
     """Fail ``clause`` unless ``observed == expected``, in the suite's one template."""
     __tracebackhide__ = True
     if observed != expected:
-        lookup_clause(clause)
         where = f": {when}" if when else ""
-        raise ClauseFailure(
-            clause, f"{what}={observed!r}, but should be {expected!r} [{clause}{where}]"
-        )
+        _fail(clause, f"{what}={observed!r}, but should be {expected!r} [{clause}{where}]")
 
 
 def _nonzero(by_device: Mapping[str, int]) -> dict[str, int]:
@@ -83,22 +83,73 @@ def calling(clause: str, call: str) -> Iterator[None]:
     except ClauseFailure:
         raise
     except Exception as error:
-        lookup_clause(clause)
-        raise ClauseFailure(clause, f"{call} raised {error!r} [{clause}]") from error
+        try:
+            _fail(clause, f"{call} raised {error!r} [{clause}]")
+        except ClauseFailure as failure:
+            raise failure from error
+
+
+class _Focus:
+    """The clauses a focused test checks, and the first other clause that stopped an example."""
+
+    def __init__(self, clauses: frozenset[str]) -> None:
+        self.clauses = clauses
+        self.derailed: tuple[str, str] | None = None
+
+
+_FOCUS: ContextVar[_Focus | None] = ContextVar("sessionstate_focus", default=None)
+
+
+def _fail(clause: str, message: str) -> NoReturn:
+    """Raise ``ClauseFailure``, or, inside ``focused_on`` for other clauses, drop the example.
+
+    ``hypothesis.reject()`` marks the current example invalid: the search goes on
+    with the next one, as for a failed ``assume``.
+    """
+    __tracebackhide__ = True
+    lookup_clause(clause)  # an unknown id is a suite bug, caught loudly here
+    focus = _FOCUS.get()
+    if focus is not None and clause not in focus.clauses:
+        focus.derailed = focus.derailed or (clause, message)
+        from hypothesis import reject
+
+        reject()
+    raise ClauseFailure(clause, message)
 
 
 @contextmanager
-def focused_on(clause: str) -> Iterator[None]:
-    """In a test of one clause, a failure of another ends the example quietly.
+def focused_on(*clauses: str) -> Iterator[None]:
+    """Run a Hypothesis test that checks only ``clauses``, whatever else the subject breaks.
 
-    For tests whose examples are independent (an oracle over drawn inputs): one
-    such test per clause, each tagged with its clause alone, checks every clause
-    to the end even when the subject breaks another one on some inputs, so an
-    expected failure of ENV-1 leaves ENV-2..6 checked, not unchecked.
+    A failure of another clause does not stop the test: that example is dropped
+    (``hypothesis.reject``) and the search goes on, so ``clauses`` are checked to
+    the end on every example that reaches them. One such test per clause, each
+    tagged with its clause alone, keeps an expected failure of one clause from
+    leaving the others unchecked. If no example got through, the test is skipped as
+    *not checked*, naming the clause that stopped every one: never a vacuous pass.
+    Use it around a ``@given`` test or a state machine run, not around plain code.
     """
+    from hypothesis.errors import Unsatisfiable, UnsatisfiedAssumption
+
+    focus = _Focus(frozenset(clauses))
+    token = _FOCUS.set(focus)
     try:
         yield
-    except ClauseFailure as error:
-        if error.clause != clause:
-            return
-        raise
+    except (Unsatisfiable, UnsatisfiedAssumption):  # every example dropped; a plain test's one
+        import pytest
+
+        clause, message = focus.derailed or ("?", "")
+        pytest.skip(f"{NOT_CHECKED}: every example stopped at {clause} first: {message}")
+    finally:
+        _FOCUS.reset(token)
+
+
+def per_clause(*clauses: str) -> Any:
+    """``pytest.mark.parametrize("focus", ...)``: one case per clause, tagged with it alone.
+
+    The test runs its checks inside ``focused_on(focus)``; see there.
+    """
+    import pytest
+
+    cases = [pytest.param(c, marks=pytest.mark.clause(c), id=c) for c in clauses]
+    return pytest.mark.parametrize("focus", cases)

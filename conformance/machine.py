@@ -33,6 +33,7 @@ from hypothesis.stateful import (
 from . import allocations
 from .allocations import Held, derivations
 from .checks import calling, check_bytes, check_equal
+from .composed_bytes import check_composed_bytes
 from .model import (
     BufferModel,
     ManagerModel,
@@ -341,9 +342,10 @@ class ManagerMachine(RuleBasedStateMachine):
     def check_bytes(self, by_device: Mapping[str, int]) -> None:
         """ACCT-11: one count of every allocation held by the sessions in the table."""
         held = {f"session #{s.number}": s.held() for s in self.model.table.values()}
-        check_bytes(
+        check_composed_bytes(
+            self.subject,
             by_device,
-            self.model.expected_bytes(),
+            [h for items in held.values() for h in items],
             "ACCT-11",
             "nbytes_by_device()",
             f"the table holds {held}",

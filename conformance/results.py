@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .applicability import NOT_APPLICABLE
+from .applicability import NOT_APPLICABLE, NOT_CHECKED
 from .clauses import all_clauses
 from .expectations import Expectation
 
@@ -86,6 +86,8 @@ def _clause_outcome(record: TestRecord, cid: str) -> str:
         return "unchecked"  # it stopped at another clause's failure
     if record.outcome == "failed":
         return "error"
+    if record.outcome == "skipped" and NOT_CHECKED in record.message:
+        return "not-checked"  # a focused test that never got past another clause
     if record.outcome == "skipped" and NOT_APPLICABLE in record.message:
         return "not-applicable"
     return record.outcome
@@ -117,11 +119,11 @@ def _clause_result(
             f"not checked to the end: {_short(record.nodeid)} stopped at "
             f"{', '.join(record.failed_clauses)}'s failure"
         )
-    elif "not-applicable" in kinds:
-        record = first("not-applicable")
+    elif kinds & {"not-checked", "not-applicable"}:
+        record = first("not-checked", "not-applicable")
         result.outcome = "unchecked"
         reason = record.message.removeprefix("Skipped: ")
-        result.message = f"not checked to the end: {_short(record.nodeid)} {reason}"
+        result.message = f"not checked to the end: {_short(record.nodeid)}: {reason}"
     else:
         result.outcome = "xfailed" if "xfailed" in kinds else "passed"
     if entry and result.outcome in ("failed", "error"):

@@ -31,7 +31,7 @@ from sessionstate.conformance.allocations import (
     expected_bytes,
     is_simulated,
 )
-from sessionstate.conformance.checks import check_bytes
+from sessionstate.conformance.checks import check_bytes, check_equal, focused_on, per_clause
 from sessionstate.conformance.strategies import allocations, values_from
 
 _numpy_pools = st.shared(st.lists(allocations(numpy=True), min_size=1, max_size=3), key="ACCT-6")
@@ -227,8 +227,8 @@ def _fn(i: int, j: int) -> tuple[str, int, int]:
 _A0 = ("owner", 0, 16)
 
 
-@pytest.mark.clause("ACCT-7", "ACCT-6", "ACCT-4", "ACCT-5")
-def test_shared_host_memory_counts_its_union_once(subject: Any) -> None:
+@per_clause("ACCT-7", "ACCT-6", "ACCT-4", "ACCT-5")
+def test_shared_host_memory_counts_its_union_once(subject: Any, focus: str) -> None:
     """Owners, NumPy views, from_numpy slices and their .numpy(): the bytes of the union of
     the host ranges they hold, in one call and across calls sharing one seen."""
     accounting = accounting_of(subject)
@@ -254,14 +254,15 @@ def test_shared_host_memory_counts_its_union_once(subject: Any) -> None:
             _check_call(accounting, values, seen, _new_bytes(values, counted), call, when)
             done.append(call)
 
-    run()
+    with focused_on(focus):
+        run()
 
 
 # --- ACCT-3: storages torch only borrows, off the host ---------------------
 
 
-@pytest.mark.clause("ACCT-3", "ACCT-4")
-def test_borrowed_storages_off_the_host_count_by_identity(subject: Any) -> None:
+@per_clause("ACCT-3", "ACCT-4")
+def test_borrowed_storages_off_the_host_count_by_identity(subject: Any, focus: str) -> None:
     """Non-resizable storages on meta or cuda (torch.from_dlpack of a CuPy array) are
     told apart by identity like any other: two at data pointer 0 both count, and none is
     merged with the host ranges NumPy and torch share."""
@@ -273,10 +274,15 @@ def test_borrowed_storages_off_the_host_count_by_identity(subject: Any) -> None:
     host = np.zeros(5, dtype=np.float32)  # 20 bytes, borrowed by torch on the host
     values = [torch.from_numpy(host), *[h.value for h in borrowed]]
     call = f"device_bytes([torch.from_numpy(host), *{borrowed!r}], set())"
-    observed = count(accounting, values, set(), "ACCT-3", call)
     expected = {"cpu": 20, **expected_bytes(borrowed)}
     when = f"host = np.zeros(5, dtype=np.float32); {definitions(borrowed)}"
-    check_bytes(observed, expected, "ACCT-3", call, when)
+    with focused_on(focus):
+        observed = count(accounting, values, set(), "ACCT-3", call)
+        if focus == "ACCT-4":  # the devices the bytes are keyed by, whatever the counts
+            keys = sorted(d for d, n in observed.items() if n)
+            check_equal(keys, sorted(expected), "ACCT-4", f"the devices of {call}", when)
+        else:
+            check_bytes(observed, expected, "ACCT-3", call, when)
 
 
 # --- ACCT-12: opaque tensors ----------------------------------------------

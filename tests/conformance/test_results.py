@@ -59,7 +59,7 @@ def test_a_not_applicable_test_leaves_the_clause_unchecked_or_skipped() -> None:
     ]
     results = aggregate(records, selected=["RESET-1", "DROP-2"])
     assert results["RESET-1"].outcome == "unchecked"
-    assert "needs_buffer not applicable" in results["RESET-1"].message
+    assert "needs_buffer: not applicable" in results["RESET-1"].message
     assert results["DROP-2"].outcome == "skipped"
     assert results["DROP-2"].message == skip.removeprefix("Skipped: ")
 
@@ -88,3 +88,13 @@ def test_verdict_is_incomplete_when_a_must_clause_was_not_checked() -> None:
     assert verdict(should_failed) == "conformant"
     assert verdict(should_failed, strict=True) == "non-conformant"
     assert verdict({"ACCT-9": ClauseResult("SHOULD", "unchecked")}, strict=True) == "incomplete"
+
+
+def test_a_focused_test_that_never_got_through_leaves_its_clause_unchecked() -> None:
+    skip = "Skipped: not checked: every example stopped at ENV-1 first: x [ENV-1]"
+    records = [
+        TestRecord("suite/test_env.py::test_oracle[ENV-3]", ["ENV-3"], "skipped", message=skip)
+    ]
+    result = aggregate(records, selected=["ENV-3"])["ENV-3"]
+    assert result.outcome == "unchecked"
+    assert "every example stopped at ENV-1 first" in result.message

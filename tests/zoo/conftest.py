@@ -40,10 +40,15 @@ Check = Callable[..., CheckRun]
 
 @pytest.fixture
 def run_check(tmp_path: Path) -> Check:
-    """``run_check(target, clauses=(), strict=False, profile="triage")``: run the CLI."""
+    """``run_check(target, clauses=(), strict=False, profile="triage", expectations=None)``:
+    run the CLI."""
 
     def run(
-        target: str, clauses: Iterable[str] = (), strict: bool = False, profile: str = "triage"
+        target: str,
+        clauses: Iterable[str] = (),
+        strict: bool = False,
+        profile: str = "triage",
+        expectations: str | None = None,
     ) -> CheckRun:
         report = tmp_path / "r.json"
         command = [sys.executable, "-m", "sessionstate", "check", target]
@@ -53,6 +58,8 @@ def run_check(tmp_path: Path) -> Check:
         command += ["--report-json", str(report), "--profile", profile]
         if strict:
             command.append("--strict")
+        if expectations:
+            command += ["--expectations", expectations]
         env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONSTATE_")}
         # cwd=tmp_path: nothing the run writes lands in the checkout.
         done = subprocess.run(
