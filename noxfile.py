@@ -57,6 +57,7 @@ def bench(session: nox.Session) -> None:
     install(session, "test,bench")
     session.run("python", "bench/hotpaths.py", *session.posargs)
     session.run("python", "bench/suite_speed.py")
+    session.run("python", "bench/reachability.py")
     session.run("python", "bench/render.py")
 
 

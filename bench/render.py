@@ -89,6 +89,24 @@ def suite_section(data: dict[str, Any]) -> list[str]:
     return out
 
 
+def reachability_section(data: dict[str, Any]) -> list[str]:
+    """How often each machine's at-rest checks were in each state a clause is about."""
+    states = data["states"]
+    lines = ["", "## Reachability of the byte and order states", "",
+             "Share of at-rest checks of the contents machines, run against the reference, "
+             "in each state (`python bench/reachability.py`):", ""]  # fmt: skip
+    head = "| profile | machine | at-rest checks | " + " | ".join(states) + " |"
+    lines += [head, "|---" * (len(states) + 3) + "|"]
+    for profile, machines in data["profiles"].items():
+        for name, counts in machines.items():
+            total = counts.get("at-rest checks", 0)
+            cells = [f"{counts.get(k, 0)} ({100 * counts.get(k, 0) / max(total, 1):.0f} %)"
+                     for k in states]  # fmt: skip
+            lines.append(f"| {profile} | {name} | {total} | " + " | ".join(cells) + " |")
+    lines += ["", *[f"- *{k}*: {v}" for k, v in states.items()]]
+    return lines
+
+
 def _seconds(value: Any) -> str:
     return "" if value is None else f"{value:.2f}"
 
@@ -174,6 +192,9 @@ def main() -> None:
         lines += suite_section(suite)
     if detection:
         lines += detection_section(detection)
+    reachability = _load("reachability")
+    if reachability:
+        lines += reachability_section(reachability)
     notes = HERE / "history.md"  # hand-written: before/after figures and what changed them
     if notes.exists():
         lines += ["", notes.read_text(encoding="utf-8").strip()]

@@ -504,6 +504,29 @@ class ContentsMachine(ManagerMachine):
     CLAUSES = (*ManagerMachine.CLAUSES, "ACCT-11", "RESET-1", "RESET-4")
     COUNTS_BYTES = True
 
+    @initialize(target=values)
+    def seed_values(self) -> MultipleResults[Held]:
+        """One allocation on every device (two on meta: they share data pointer 0) from the
+        first step, so that sessions hold data, share it and are evicted holding it within
+        the quick profile's short programs (bench/reachability.py measures how often)."""
+        devices = [*allocations.available_devices(), "meta"]
+        held = [allocations.allocate(d, (2, 3), fill=i) for i, d in enumerate(devices)]
+        held.append(allocations.allocate("cpu", (4,), numpy=True))
+        for h in held:
+            self.names[id(h.value)] = h
+        return multiple(*held)
+
+    @rule(session=sessions, value=values, view=st.integers(0, 15))
+    def hold(self, session: SessionModel, value: Held, view: int) -> None:
+        """A session's typical state in one step: a buffer holding ``value`` and an attribute
+        holding a view of it (the same allocation, counted once)."""
+        name = "held"
+        if name not in session.objects:
+            buffer = self.put(session, name)
+            if isinstance(buffer, BufferModel):
+                self.append(buffer, value)
+        self.set_attr(session, "vae_cache", self.derive(value, view))
+
     @rule(
         target=values,
         device=st.sampled_from((*allocations.available_devices(), "numpy")),

@@ -1,0 +1,116 @@
+"""How often the manager machines are in the states the byte and order clauses are about.
+
+A clause can only fail in a state that reaches its statement: ACCT-11's "evicted
+sessions are not counted" needs an evicted session that holds bytes, STATS-2's
+"total_nbytes is their sum" with sharing needs two table sessions sharing a
+storage, DROP-3's "the order of the others" needs an eviction after a drop. This
+runs each machine against the reference under each profile and counts, over all
+at-rest checks, how many were in each state. Writes bench/results-reachability.json
+(rendered into BENCHMARKS.md by render.py).
+
+    python bench/reachability.py [--profiles quick ci]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hypothesis.stateful import invariant, run_state_machine_as_test
+
+from sessionstate.conformance.machine import ContentsMachine, CrowdedMachine
+from sessionstate.conformance.model import SessionModel
+from sessionstate.conformance.profiles import load_profile
+from sessionstate.fixtures.reference_subject import subject
+
+HERE = Path(__file__).resolve().parent
+
+#: state name -> what it means, in the order the table shows them.
+STATES = {
+    "evicted holds bytes": "an evicted session (a holder keeps it) holds non-zero bytes",
+    "table shares a storage": "two sessions in the table hold one allocation",
+    "two meta storages": "the table holds two distinct non-empty meta allocations",
+    "eviction after a drop": "a session was evicted after a successful drop",
+    "evicted id dropped": "drop_session of an id whose session was evicted",
+}
+
+
+def _labels(session: SessionModel) -> set[str]:
+    return {h.allocation.label for h in session.held() if h.allocation.nbytes}
+
+
+def observe(machine: Any, counts: Counter[str]) -> None:
+    """Count the states ``machine`` (at rest) is in."""
+    model = machine.model
+    counts["at-rest checks"] += 1
+    if any(s.fate.startswith("evicted") and _labels(s) for s in model.sessions):
+        counts["evicted holds bytes"] += 1
+    table = list(model.table.values())
+    if any(_labels(a) & _labels(b) for i, a in enumerate(table) for b in table[i + 1 :]):
+        counts["table shares a storage"] += 1
+    metas = {
+        h.allocation.label
+        for s in table
+        for h in s.held()
+        if h.allocation.device == "meta" and h.allocation.nbytes
+    }
+    if len(metas) >= 2:
+        counts["two meta storages"] += 1
+    if _evicted_after_drop(machine.trace):
+        counts["eviction after a drop"] += 1
+    if any(s.fate == "evicted, then its id dropped" for s in model.sessions):
+        counts["evicted id dropped"] += 1
+
+
+def _evicted_after_drop(trace: list[Any]) -> bool:
+    """Whether the trace shows an eviction after the first successful drop."""
+    evictions, at_drop = 0, None
+    for call, _, seen in trace:
+        if call == "counters":
+            evictions = seen["evictions"]
+            if at_drop is not None and evictions > at_drop:
+                return True
+        elif call == "drop_session" and seen and at_drop is None:
+            at_drop = evictions
+    return False
+
+
+def instrumented(base: type[ContentsMachine], counts: Counter[str]) -> type[ContentsMachine]:
+    """``base`` with one more invariant (rules are inherited untouched)."""
+
+    class Counting(base):  # type: ignore[valid-type, misc]
+        @invariant()
+        def count_states(self) -> None:
+            observe(self, counts)
+
+    Counting.__name__ = base.__name__
+    return Counting
+
+
+def measure(profile: str) -> dict[str, dict[str, int]]:
+    load_profile(profile)
+    results = {}
+    for base in (ContentsMachine, CrowdedMachine):
+        counts: Counter[str] = Counter()
+        machine = instrumented(base, counts)
+        run_state_machine_as_test(lambda m=machine: m(subject))  # type: ignore[misc]
+        results[base.__name__] = dict(counts)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profiles", nargs="+", default=["quick", "ci"])
+    args = parser.parse_args()
+    data = {"states": STATES, "profiles": {p: measure(p) for p in args.profiles}}
+    (HERE / "results-reachability.json").write_text(json.dumps(data, indent=2) + "\n")
+    for profile, machines in data["profiles"].items():
+        for name, counts in machines.items():
+            print(profile, name, counts)
+
+
+if __name__ == "__main__":
+    main()
