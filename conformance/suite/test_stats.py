@@ -42,7 +42,9 @@ def test_contents_machine(subject: Any) -> None:
 
 @pytest.mark.clause("STATS-1")
 @pytest.mark.parametrize(
-    ("max_sessions", "byte_budget"), [(1, None), (64, None), (3, 0), (5, 2**33)]
+    # The types a budget can have: None, int (0 and past 32 bits) and float, each as given.
+    ("max_sessions", "byte_budget"),
+    [(1, None), (64, None), (3, 0), (5, 2**33), (2, 2**30 + 0.5)],
 )
 def test_construction_stores_arguments(subject: Any, max_sessions: int, byte_budget: Any) -> None:
     """max_sessions and byte_budget are stored as given; hits, misses, evictions start at 0."""
