@@ -107,6 +107,14 @@ def test_resolution_matches_oracle(
 
     # The ENV-3/ENV-4 boundary and ENV-2's empty string in every run, not only when drawn
     # (the detection benchmark once went 100 examples without an empty enable value).
+    # And each clause's basic statement, so that one run per clause catches a one-point bug
+    # at the quick profile: case and whitespace (ENV-1), int() spellings (ENV-3), a value
+    # int() rejects (ENV-5).
+    @example("TRUE", None, False, None)
+    @example(" Off\t", None, True, None)
+    @example(None, " 7 ", None, 5)
+    @example(None, "1_000", None, None)
+    @example(None, "5.0", None, 5)
     @example("", None, True, None)
     @example(None, "1", None, 5)
     @example(None, "0", None, 5)
