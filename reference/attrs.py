@@ -4,6 +4,12 @@ An adapter is rebuilt for every forward, so anything it stores on itself is
 lost between calls and invisible to byte accounting (a reviewer finding on the
 DreamZero port). Declaring ``call_count = SessionAttr(default=0, coerce=int)``
 makes ``adapter.call_count`` read and write the session's ``attrs`` instead.
+
+The adapter keeps its ``SessionState`` in ``self._session``, as upstream's
+adapters do (``self._session = manager.get_or_create_session(session_id)``),
+so that an upstream adapter runs on this package with only its imports
+changed. ``session_state``, this package's earlier name, is still read when
+there is no ``_session``.
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ T = TypeVar("T")
 
 
 class SessionAttr(Generic[T]):
-    """Reads ``owner.session_state.attrs.get(name, default)``; writes ``coerce(value)``.
+    """Reads ``owner._session.attrs.get(name, default)``; writes ``coerce(value)``.
 
-    The owning class must expose the ``SessionState`` as ``session_state``.
+    The owning object must hold its ``SessionState`` as ``_session`` (upstream's
+    convention; ``session_state`` is accepted too).
     ``coerce`` defaults to the identity; the default is returned as is (it is
     not copied, so prefer immutable defaults).
     """
@@ -51,11 +58,16 @@ class SessionAttr(Generic[T]):
         _attrs_of(instance).pop(self.name, None)
 
 
+#: Where the owner keeps its SessionState: upstream's name first.
+_HOLDERS = ("_session", "session_state")
+
+
 def _attrs_of(instance: object) -> dict[str, object]:
-    state = getattr(instance, "session_state", None)
-    if not isinstance(state, SessionState):
-        raise AttributeError(
-            f"{type(instance).__name__} uses SessionAttr but has no SessionState "
-            "in its 'session_state' attribute"
-        )
-    return state.attrs
+    for holder in _HOLDERS:
+        state = getattr(instance, holder, None)
+        if isinstance(state, SessionState):
+            return state.attrs
+    raise AttributeError(
+        f"{type(instance).__name__} uses SessionAttr but has no SessionState "
+        "in its '_session' attribute"
+    )

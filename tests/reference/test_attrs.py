@@ -96,9 +96,9 @@ class TestSessionAttr:
         assert adapter.call_count == 0
 
     def test_no_session_state(self) -> None:
-        """Get, set and delete raise AttributeError without a session_state."""
+        """Get, set and delete raise AttributeError without a SessionState in _session."""
         bare = _Bare()
-        match = "_Bare uses SessionAttr but has no SessionState in its 'session_state' attribute"
+        match = "_Bare uses SessionAttr but has no SessionState in its '_session' attribute"
         with pytest.raises(AttributeError, match=match):
             _ = bare.call_count
         with pytest.raises(AttributeError, match=match):
@@ -111,3 +111,34 @@ class TestSessionAttr:
         """A session_state that is not a SessionState is refused with AttributeError."""
         with pytest.raises(AttributeError, match="_Adapter uses SessionAttr"):
             _ = _Adapter(state).call_count
+
+
+class _UpstreamAdapter:
+    """Upstream's convention: the adapter keeps its SessionState in ``_session``."""
+
+    call_count = SessionAttr(default=0, coerce=int)
+
+    def __init__(self, session: SessionState) -> None:
+        self._session = session
+
+
+class TestUpstreamConvention:
+    def test_reads_and_writes_the_owners_session(self) -> None:
+        """An upstream adapter (``self._session = manager.get_or_create_session(...)``) works
+        with only its imports changed."""
+        session = SessionState()
+        adapter = _UpstreamAdapter(session)
+        adapter.call_count = "4"  # type: ignore[assignment]
+        assert session.attrs == {"call_count": 4}
+        assert _UpstreamAdapter(session).call_count == 4
+
+    def test_session_wins_over_session_state(self) -> None:
+        """Both set: ``_session``, upstream's name, is the one read."""
+        adapter, ours, other = _UpstreamAdapter(SessionState()), SessionState(), SessionState()
+        adapter._session, adapter.session_state = ours, other  # type: ignore[attr-defined]
+        adapter.call_count = 2
+        assert (ours.attrs, other.attrs) == ({"call_count": 2}, {})
+
+    def test_error_names_the_attribute_to_set(self) -> None:
+        with pytest.raises(AttributeError, match="'_session'"):
+            _ = _Bare().call_count
