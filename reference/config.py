@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 import os
 
-from .manager import DEFAULT_MAX_SESSIONS
+__all__ = ["DEFAULT_MAX_SESSIONS", "ENABLE_ENV", "MAX_SESSIONS_ENV", "resolve_session_state_config"]
 
-__all__ = ["ENABLE_ENV", "MAX_SESSIONS_ENV", "resolve_session_state_config"]
+#: DreamZero's own session cap, so an adapted model evicts exactly as before.
+DEFAULT_MAX_SESSIONS = 64
 
 logger = logging.getLogger(__name__)
 

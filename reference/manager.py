@@ -14,13 +14,18 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from .accounting import SeenStorages, merge_bytes
+from .config import DEFAULT_MAX_SESSIONS, resolve_session_state_config
 from .errors import SessionAdmissionError
 from .session import SessionState
 
-__all__ = ["DEFAULT_MAX_SESSIONS", "SessionStateManager"]
-
-#: DreamZero's own session cap, so an adapted model evicts exactly as before.
-DEFAULT_MAX_SESSIONS = 64
+# SessionState and resolve_session_state_config are re-exported: upstream defines them in its
+# manager module, and code importing them from there runs here with the package name changed.
+__all__ = [
+    "DEFAULT_MAX_SESSIONS",
+    "SessionState",
+    "SessionStateManager",
+    "resolve_session_state_config",
+]
 
 LockFactory = Callable[[], AbstractContextManager[object]]
 

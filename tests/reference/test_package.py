@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 
+import pytest
+
 import sessionstate.reference as ref
 
 _PUBLIC = [
@@ -44,3 +46,27 @@ class TestAll:
             for name in importlib.import_module(f"sessionstate.reference.{module}").__all__
         }
         assert set(_PUBLIC) <= exported
+
+
+#: Where upstream's session_state package defines each public name (its module layout).
+UPSTREAM_LAYOUT = {
+    "base": ["StateObject"],
+    "accounting": ["SeenStorages", "device_bytes", "merge_bytes"],
+    "manager": [
+        "DEFAULT_MAX_SESSIONS",
+        "SessionState",
+        "SessionStateManager",
+        "resolve_session_state_config",
+    ],
+    "objects": ["LatentBuffer"],
+    "attrs": ["SessionAttr"],
+}
+
+
+@pytest.mark.parametrize("module", sorted(UPSTREAM_LAYOUT))
+def test_upstream_imports_work_with_the_package_name_changed(module: str) -> None:
+    """``from <upstream>.session_state.<module> import X`` works as
+    ``from sessionstate.reference.<module> import X``, the same object as the package's."""
+    here = importlib.import_module(f"sessionstate.reference.{module}")
+    for name in UPSTREAM_LAYOUT[module]:
+        assert getattr(here, name) is getattr(ref, name), name
