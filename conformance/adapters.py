@@ -55,12 +55,20 @@ __all__ = [
 
 
 class Op:
-    """One public method of the state class, and how to draw its arguments.
+    """One thing a pipeline does to its state, and how to draw its arguments.
 
-    ``Op("accumulate_frames", frames)`` calls ``state.accumulate_frames(<drawn>)``;
-    keyword strategies draw keyword arguments. ``Op.set("language", tokens)``
-    writes an attribute instead: pipelines also write state directly, and an
-    adapter's descriptors must behave like plain attributes.
+    * ``Op("accumulate_frames", frames)`` calls ``state.accumulate_frames(<drawn>)``;
+      keyword strategies draw keyword arguments.
+    * ``Op.set("language", tokens)`` writes an attribute: pipelines also write state
+      directly, and an adapter's descriptors must behave like plain attributes.
+    * ``Op.fn(advance, st.integers(1, 4))`` runs a plain function ``advance(state, n)``
+      on both sides: the pipeline's read-modify-write statements
+      (``state.current_start_frame += n``, a ``torch.cat`` growth of a cached tensor),
+      shown in a shrunk program as ``advance(state, 3)``.
+
+    With ``mutates_args=True`` the call's arguments are compared too, after the call,
+    on both sides (ADAPT-1): for methods that write into what they are given
+    (Cosmos3's ``load_into_transformer(transformer, is_negative)``).
     """
 
     def __init__(
@@ -68,6 +76,7 @@ class Op:
         method_name: str,
         /,
         *arg_strategies: st.SearchStrategy[Any],
+        mutates_args: bool = False,
         **kwarg_strategies: st.SearchStrategy[Any],
     ) -> None:
         for strategy in (*arg_strategies, *kwarg_strategies.values()):
@@ -80,6 +89,8 @@ class Op:
         self.arg_strategies = arg_strategies
         self.kwarg_strategies = kwarg_strategies
         self.is_set = False
+        self.mutates_args = mutates_args
+        self.function: Callable[..., Any] | None = None
         # Validating a strategy is costly; a machine draws from this one every step.
         self._calls: st.SearchStrategy[Call] | None = None
 
@@ -88,6 +99,24 @@ class Op:
         """An attribute write, ``state.<attribute> = <drawn>``."""
         op = cls(attribute, strategy)
         op.is_set = True
+        return op
+
+    @classmethod
+    def fn(
+        cls,
+        function: Callable[..., Any],
+        /,
+        *arg_strategies: st.SearchStrategy[Any],
+        mutates_args: bool = False,
+        **kwarg_strategies: st.SearchStrategy[Any],
+    ) -> Op:
+        """A statement: ``function(state, *drawn, **drawn)`` on each side, named by
+        ``function.__name__`` (give it a name that says what the pipeline does)."""
+        if not callable(function):
+            raise UsageError(f"Op.fn({function!r}, ...): the first argument must be callable")
+        name = getattr(function, "__name__", repr(function))
+        op = cls(name, *arg_strategies, mutates_args=mutates_args, **kwarg_strategies)
+        op.function = function
         return op
 
     def calls(self) -> st.SearchStrategy[Call]:
@@ -100,7 +129,8 @@ class Op:
         return self._calls
 
     def __repr__(self) -> str:
-        return f"Op{'.set' if self.is_set else ''}({self.name!r}, ...)"
+        kind = ".set" if self.is_set else ".fn" if self.function is not None else ""
+        return f"Op{kind}({self.name!r}, ...)"
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,25 +141,34 @@ class Call:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
 
-    def __repr__(self) -> str:
+    def _head(self) -> tuple[str, str]:
+        """What comes before the arguments, and the separator before the first one."""
         if self.op.is_set:
-            return f"setattr({self.op.name!r}, {self.args[0]!r})"
+            return f"setattr({self.op.name!r}", ", "
+        if self.op.function is not None:
+            return f"{self.op.name}(state", ", "
+        return f"{self.op.name}(", ""
+
+    def __repr__(self) -> str:
+        head, first = self._head()
         parts = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
-        return f"{self.op.name}({', '.join(parts)})"
+        return f"{head}{first if parts else ''}{', '.join(parts)})"
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         # Hypothesis' printer: arguments print as the strategies built them.
-        name = self.op.name
-        printer.text(f"setattr({name!r}, " if self.op.is_set else f"{name}(")
+        head, first = self._head()
+        printer.text(head)
         items: list[tuple[str, Any]] = [("", a) for a in self.args]
         items += [(f"{k}=", v) for k, v in self.kwargs.items()]
         for i, (prefix, value) in enumerate(items):
-            printer.text(f"{', ' if i else ''}{prefix}")
+            printer.text(f"{', ' if i else first}{prefix}")
             printer.pretty(value)
         printer.text(")")
 
     def describe(self, side: str) -> str:
-        """``adapter.reset(...)`` or ``adapter.language = ...``, for failure messages."""
+        """``adapter.reset(...)``, ``adapter.language = ...`` or ``advance(adapter, ...)``."""
+        if self.op.function is not None:
+            return f"{self.op.name}({side}, ...)"
         return f"{side}.{self.op.name}{' = ...' if self.op.is_set else '(...)'}"
 
     def apply(self, state: object) -> Any:
@@ -138,14 +177,20 @@ class Call:
         Each side gets its own deep copy of the arguments, so neither can see
         (or mutate) what the other stored.
         """
+        return self.apply_keeping_args(state)[0]
+
+    def apply_keeping_args(self, state: object) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+        """``apply``, and this side's copy of the arguments as the call left them."""
         args, kwargs = copy.deepcopy((self.args, self.kwargs))
         try:
             if self.op.is_set:
                 setattr(state, self.op.name, args[0])
-                return None
-            return getattr(state, self.op.name)(*args, **kwargs)
+                return None, args, kwargs
+            if self.op.function is not None:
+                return self.op.function(state, *args, **kwargs), args, kwargs
+            return getattr(state, self.op.name)(*args, **kwargs), args, kwargs
         except Exception as error:
-            return Raised(error)
+            return Raised(error), args, kwargs
 
 
 Observer = str | Callable[[Any], Any]
@@ -156,8 +201,9 @@ class AdapterSpec:
     """How to validate one model adapter against its bespoke state class.
 
     ``bespoke_factory()`` builds the model's own state for one session;
-    ``adapter_factory(manager, session_id)`` builds an adapter, once per
-    forward; ``operations`` are the calls to generate; ``observe`` names
+    ``adapter_factory(manager=..., session_id=...)`` builds an adapter, once per
+    forward, by keyword: upstream's adapters take ``(session_id, manager)`` and can be
+    passed as they are, a lambda taking either order works too; ``operations`` are the calls to generate; ``observe`` names
     attributes, or callables ``f(state) -> value`` (pure reads), compared on
     both sides after every step. ``max_sessions`` is the manager's capacity
     and the bespoke LRU's, kept small so that sessions are evicted often.
@@ -346,11 +392,11 @@ class AdapterMachine(RuleBasedStateMachine):
         key = _key(session_id)
         hit = key in self.bespoke
         before = self._counters()
-        with calling("ADAPT-4", f"adapter_factory(manager, {session_id!r})"):
-            adapter = self.spec.adapter_factory(self.manager, session_id)
+        with calling("ADAPT-4", f"adapter_factory(manager=manager, session_id={session_id!r})"):
+            adapter = self.spec.adapter_factory(manager=self.manager, session_id=session_id)
         after = self._counters()
         counted = (after[0] - before[0], after[1] - before[1])
-        what = f"(hits, misses) counted by adapter_factory(manager, {session_id!r})"
+        what = f"(hits, misses) counted by adapter_factory(session_id={session_id!r})"
         kind = "an existing" if hit else "a new"
         check_equal(counted, (1, 0) if hit else (0, 1), "ADAPT-4", what, f"for {kind} session")
         self._touch(key)
@@ -377,9 +423,12 @@ class AdapterMachine(RuleBasedStateMachine):
         self, adapter: Any, session: Any, bespoke: Any, call: Call, clause: str | None, when: str
     ) -> None:
         __tracebackhide__ = True
-        expected = call.apply(bespoke)
-        observed = call.apply(adapter)
+        expected, *expected_args = call.apply_keeping_args(bespoke)
+        observed, *observed_args = call.apply_keeping_args(adapter)
         self._check_same(observed, expected, clause or "ADAPT-1", call.describe("adapter"), when)
+        if call.op.mutates_args:
+            what = f"the arguments of {call.describe('adapter')} after the call"
+            self._check_same(observed_args, expected_args, clause or "ADAPT-1", what, when)
         self._check_accounted(adapter, session, when)
         self._compare_observations(adapter, bespoke, clause or "ADAPT-2", when)
         if self.parity:

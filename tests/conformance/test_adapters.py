@@ -95,6 +95,101 @@ class TestOp:
         assert repr(Op.set("label", st.just(1))) == "Op.set('label', ...)"
 
 
+def advance(state: Any, n: int) -> None:
+    """A pipeline statement: ``state.current += n``."""
+    state.current = getattr(state, "current", 0) + n
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.current = 0
+
+
+class _Transformer:
+    def __init__(self) -> None:
+        self.kv: list[int] = []
+
+
+class _Loader:
+    """Writes into the object it is given, as Cosmos3's load_into_transformer does."""
+
+    def __init__(self, value: int = 1) -> None:
+        self.value = value
+
+    def load_into(self, transformer: _Transformer) -> None:
+        transformer.kv.append(self.value)
+
+
+def _loader_adapter(manager: Any, session_id: Any) -> _Loader:
+    """An adapter over the manager that loads the wrong value."""
+    manager.get_or_create_session(session_id)
+    return _Loader(value=2)
+
+
+class TestStatementsAndArguments:
+    def test_a_function_op_runs_on_the_state_and_reads_as_a_statement(self) -> None:
+        op = Op.fn(advance, st.integers(1, 4))
+        call = Call(op, (3,), {})
+        state = _Counter()
+        assert call.apply(state) is None and state.current == 3
+        assert repr(call) == "advance(state, 3)"
+        assert call.describe("adapter") == "advance(adapter, ...)"
+        assert repr(op) == "Op.fn('advance', ...)"
+
+    def test_a_function_op_with_no_arguments_reads_as_a_call(self) -> None:
+        assert repr(Call(Op.fn(_Counter.__init__), (), {})) == "__init__(state)"
+
+    def test_fn_rejects_what_is_not_callable(self) -> None:
+        with pytest.raises(UsageError, match="must be callable"):
+            Op.fn("advance")  # type: ignore[arg-type]
+
+    def test_mutated_arguments_are_compared_after_the_call(self) -> None:
+        """An adapter that writes the wrong thing into its argument fails ADAPT-1."""
+        spec = AdapterSpec(
+            "loader",
+            bespoke_factory=_Loader,
+            adapter_factory=_loader_adapter,
+            operations=[Op("load_into", st.builds(_Transformer), mutates_args=True)],
+        )
+        from sessionstate.conformance import Subject
+
+        machine = AdapterMachine(Subject(name="loader", adapters=[spec]), spec)
+        with pytest.raises(ClauseFailure) as info:
+            machine.apply(None, [Call(spec.operations[0], (_Transformer(),), {})], False)
+        assert info.value.clause == "ADAPT-1"
+        assert "the arguments of adapter.load_into(...) after the call" in str(info.value)
+
+    def test_unmutated_arguments_are_not_compared_unless_asked(self) -> None:
+        spec = AdapterSpec(
+            "loader",
+            bespoke_factory=_Loader,
+            adapter_factory=_loader_adapter,
+            operations=[Op("load_into", st.builds(_Transformer))],
+        )
+        from sessionstate.conformance import Subject
+
+        machine = AdapterMachine(Subject(name="loader", adapters=[spec]), spec)
+        machine.apply(None, [Call(spec.operations[0], (_Transformer(),), {})], False)
+
+    def test_the_factory_is_called_by_keyword(self) -> None:
+        """Upstream's (session_id, manager) and the harness's old (manager, session_id)
+        orders both work, because the harness passes both by name."""
+        seen = []
+
+        class Upstream(_Box):
+            def __init__(self, session_id: Any, manager: Any) -> None:
+                super().__init__()
+                manager.get_or_create_session(session_id)
+                seen.append((session_id, type(manager).__name__))
+
+        spec = AdapterSpec("box", _Box, Upstream, [Op("push", st.integers())])
+        from sessionstate.conformance import Subject
+
+        machine = AdapterMachine(Subject(name="box", adapters=[spec]), spec)
+        machine.apply("s1", [Call(spec.operations[0], (1,), {})], False)
+        assert seen[0] == ("s1", "SessionStateManager")
+
+
 class TestAdapterSpec:
     def _spec(self, **changes: Any) -> AdapterSpec:
         fields: dict[str, Any] = {
@@ -306,7 +401,7 @@ def test_the_printed_program_for_an_adapter_that_ignores_the_id(tmp_path: Path) 
     target = "sessionstate.fixtures.zoo.adapt_ignores_session_id:subject"
     _, output, _ = _run_suite(target, tmp_path)
     message = (
-        "ClauseFailure: (hits, misses) counted by adapter_factory(manager, None)=(0, 0), "
+        "ClauseFailure: (hits, misses) counted by adapter_factory(session_id=None)=(0, 0), "
         "but should be (1, 0) [ADAPT-4: for an existing session]"
     )
     program = [
