@@ -56,9 +56,17 @@ def _nonzero(by_device: Mapping[str, int]) -> dict[str, int]:
 def check_bytes(
     observed: Mapping[str, int], expected: Mapping[str, int], clause: str, what: str, when: str = ""
 ) -> None:
-    """``check_equal`` for per-device byte dicts, zero devices ignored."""
+    """``check_equal`` for per-device byte dicts, zero devices ignored.
+
+    The message shows what the subject returned, as it returned it (``{'meta': 0}``
+    stays ``{'meta': 0}``): a normalised value would hide what the implementer must
+    look for.
+    """
     __tracebackhide__ = True
-    check_equal(_nonzero(observed), _nonzero(expected), clause, what, when)
+    if _nonzero(observed) != _nonzero(expected):
+        where = f": {when}" if when else ""
+        shown = dict(observed) if isinstance(observed, Mapping) else observed
+        _fail(clause, f"{what}={shown!r}, but should be {_nonzero(expected)!r} [{clause}{where}]")
 
 
 def clauses_of(error: BaseException) -> Iterable[str]:
@@ -111,10 +119,16 @@ def _fail(clause: str, message: str) -> NoReturn:
     focus = _FOCUS.get()
     if focus is not None and clause not in focus.clauses:
         focus.derailed = focus.derailed or (clause, message)
-        from hypothesis import reject
+        from hypothesis import currently_in_test_context, reject
 
-        reject()
+        if currently_in_test_context():
+            reject()
+        raise _Derailed(clause)  # a plain test: nothing else to try
     raise ClauseFailure(clause, message)
+
+
+class _Derailed(Exception):
+    """A focused plain test stopped at another clause (``focused_on`` skips it)."""
 
 
 @contextmanager
@@ -129,13 +143,13 @@ def focused_on(*clauses: str) -> Iterator[None]:
     *not checked*, naming the clause that stopped every one: never a vacuous pass.
     Use it around a ``@given`` test or a state machine run, not around plain code.
     """
-    from hypothesis.errors import Unsatisfiable, UnsatisfiedAssumption
+    from hypothesis.errors import Unsatisfiable
 
     focus = _Focus(frozenset(clauses))
     token = _FOCUS.set(focus)
     try:
         yield
-    except (Unsatisfiable, UnsatisfiedAssumption):  # every example dropped; a plain test's one
+    except (Unsatisfiable, _Derailed):  # every example dropped; a plain test's only one
         import pytest
 
         clause, message = focus.derailed or ("?", "")
