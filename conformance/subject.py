@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,10 +113,18 @@ def load_subject(target: str) -> Subject:
     ``attr`` may be a ``Subject``, a zero-argument callable returning one, or a
     manager class (wrapped as ``Subject(name=attr, manager_factory=cls)``).
     Raises ``UsageError`` with one line naming the problem.
+
+    The module is imported as ``python -m`` would import it: the current directory
+    is put first on ``sys.path`` when it is not on it already (the ``sessionstate``
+    console script and ``pytest --pyargs`` leave it off), so the
+    ``conformance_subject.py`` that ``sessionstate init`` writes is found from the
+    directory it was written to. It stays there for the rest of the process, for
+    the imports the subject makes later.
     """
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
         raise UsageError(f"target {target!r} is not of the form 'pkg.module:attr'")
+    _put_cwd_on_path()
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
@@ -129,6 +139,23 @@ def load_subject(target: str) -> Subject:
             f"module {module_name!r} has no attribute {attr!r}{_did_you_mean(attr, names)}"
         ) from None
     return _as_subject(obj, attr, target)
+
+
+def _put_cwd_on_path() -> None:
+    """The current directory first on ``sys.path``, unless an entry already names it
+    (``python -m`` puts the directory itself there, ``python -c`` puts ``""``)."""
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the directory was removed under us: nothing to import from it
+        return
+    for entry in sys.path:
+        try:
+            if os.path.samefile(entry or os.curdir, cwd):
+                return
+        except OSError:  # a missing or unreadable entry names no directory
+            continue
+    sys.path.insert(0, cwd)
+    importlib.invalidate_caches()
 
 
 def _as_subject(obj: object, attr: str, target: str) -> Subject:

@@ -1,0 +1,139 @@
+"""A new user's first hour: the README's set-up command on a fresh environment, then
+``sessionstate init`` and the command it prints, all through the console script.
+
+These run the installed ``sessionstate`` executable, never ``python -m``: the console
+script does not put the current directory on ``sys.path``, so only it shows whether a
+subject written next to the user is found.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+SUBJECT = """\
+from sessionstate.conformance import Subject
+from sessionstate.reference import resolve_session_state_config
+
+subject = Subject(name="next-to-me", config_resolver=resolve_session_state_config)
+"""
+
+
+def readme_setup_commands() -> list[str]:
+    """The fenced commands of the README's Set-up section, in order."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Set-up\n", 1)[1].split("\n## ", 1)[0]
+    return [block.strip() for block in re.findall(r"```bash\n(.*?)```", section, re.S)]
+
+
+def clean_env(bin_dir: Path | None = None) -> dict[str, str]:
+    """The caller's environment without anything that would make a subject importable or
+    pick the suite's subject or profile behind the command's back."""
+    env = {**os.environ}
+    for name in ("PYTHONPATH", "PYTHONHOME", "SESSIONSTATE_SUBJECT", "SESSIONSTATE_PROFILE"):
+        env.pop(name, None)
+    if bin_dir is not None:
+        env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+        env["VIRTUAL_ENV"] = str(bin_dir.parent)
+    return env
+
+
+def installed_script() -> Path:
+    """The ``sessionstate`` console script of the environment running these tests."""
+    script = Path(sys.executable).parent / "sessionstate"
+    if not script.exists():
+        pytest.fail(f"no console script at {script}: install the project (pip install .)")
+    return script
+
+
+def sh(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
+    )
+
+
+def working_tree_copy(destination: Path) -> Path:
+    """The tracked files of this checkout, as they are in its working tree, in ``destination``.
+
+    A clean clone of what is in front of the developer: ``git clone`` would test the last
+    commit, not the change being made; copying the whole folder would carry build outputs
+    (``build/``, ``*.egg-info``) that ``pip install .`` could pick up, and untracked files
+    a clone does not have. So a file not yet added to git is missing here, as in CI.
+    """
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("needs a git checkout of the project (its tracked files are copied)")
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = REPO / name
+        if source.is_file():  # a tracked file deleted in the working tree stays deleted
+            target = destination / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    return destination
+
+
+def test_readme_has_exactly_two_setup_commands() -> None:
+    """One installs and runs the main job, one runs the tests."""
+    commands = readme_setup_commands()
+    assert len(commands) == 2, commands
+    assert all("\n" not in command for command in commands), commands
+    assert commands[0].endswith("sessionstate check"), commands[0]
+    assert "nox -s tests" in commands[1], commands[1]
+
+
+def test_readme_setup_then_init_and_its_check_in_a_fresh_venv(tmp_path: Path) -> None:
+    """The README's first command in a fresh venv on a clean copy of the tree, then
+    ``sessionstate init`` in an empty folder and the exact command it prints: all exit 0."""
+    source = working_tree_copy(tmp_path / "sessionstate")
+    venv.create(tmp_path / "venv", with_pip=True)
+    env = clean_env(tmp_path / "venv" / "bin")
+
+    setup = readme_setup_commands()[0]
+    installed = sh(setup, source, env)
+    assert installed.returncode == 0, f"{setup}\n{installed.stdout[-3000:]}{installed.stderr}"
+    assert "verdict: CONFORMANT" in installed.stdout
+
+    project = tmp_path / "empty"
+    project.mkdir()
+    init = sh("sessionstate init", project, env)
+    assert init.returncode == 0, init.stdout + init.stderr
+    printed = re.search(r"run: (sessionstate check .+)$", init.stdout, re.M)
+    assert printed, init.stdout
+    check = sh(printed.group(1), project, env)
+    assert check.returncode == 0, f"{printed.group(1)}\n{check.stdout[-3000:]}{check.stderr}"
+    assert "verdict: CONFORMANT" in check.stdout
+
+
+def test_console_script_imports_a_subject_from_the_current_directory(tmp_path: Path) -> None:
+    """``sessionstate check mod:subject`` and ``pytest --pyargs ... --sessionstate-subject``,
+    run as the installed scripts with no PYTHONPATH, find ``mod.py`` in the current folder."""
+    (tmp_path / "next_to_me.py").write_text(SUBJECT, encoding="utf-8")
+    env = clean_env()
+    check = subprocess.run(
+        [str(installed_script()), "check", "next_to_me:subject", "--clause", "ENV-1"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert check.returncode == 0, check.stdout[-3000:] + check.stderr
+    assert "subject: next-to-me (next_to_me:subject)" in check.stdout
+
+    pytest_script = Path(sys.executable).parent / "pytest"
+    assert pytest_script.exists(), pytest_script
+    plain = subprocess.run(
+        [str(pytest_script), "-q", "-p", "no:cacheprovider", "--pyargs",
+         "sessionstate.conformance", "--sessionstate-subject", "next_to_me:subject",
+         "--sessionstate-clause", "ENV-1"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert plain.returncode == 0, plain.stdout[-3000:] + plain.stderr
+    assert "passed" in plain.stdout
