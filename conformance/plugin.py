@@ -115,6 +115,21 @@ def pytest_configure(config: pytest.Config) -> None:
         "facts": None,
         "call_timeout": call_timeout,
     }
+    if _suite_requested(config):
+        _hypothesis_for_the_suite(config, profile)
+
+
+def _hypothesis_for_the_suite(config: pytest.Config, profile: str) -> None:
+    """A run of the suite keeps Hypothesis' files out of the current directory, and says
+    once that ``--hypothesis-profile`` does not apply to it (see ``profiles``)."""
+    import sys
+
+    from .profiles import ignored_profile_notice, use_private_storage
+
+    use_private_storage()
+    notice = ignored_profile_notice(config.getoption("hypothesis_profile", None), profile)
+    if notice and not hasattr(config, "workerinput"):  # the controller says it, once
+        sys.stderr.write(notice + "\n")
 
 
 def _call_timeout(config: pytest.Config) -> float | None:

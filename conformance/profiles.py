@@ -4,16 +4,30 @@ Every profile sets ``database``, ``derandomize``, ``deadline`` and
 ``print_blob`` explicitly: with ``CI`` set in the environment, Hypothesis loads
 its own ``ci`` profile otherwise. Ours are registered under a
 ``sessionstate-`` prefix so Hypothesis' own ``ci`` profile is left alone.
+
+A run of the suite keeps Hypothesis' own files (``use_private_storage``) out of the
+current directory, and says in one line that ``--hypothesis-profile`` does not apply
+to it (``ignored_profile_notice``).
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-__all__ = ["DEFAULT_PROFILE", "PROFILES", "check_profile", "load_profile"]
+__all__ = [
+    "DEFAULT_PROFILE",
+    "PROFILES",
+    "check_profile",
+    "ignored_profile_notice",
+    "load_profile",
+    "storage_directory",
+    "use_private_storage",
+]
 
 DEFAULT_PROFILE = "ci"
 PROFILES = ("quick", "ci", "deep", "triage", "mutation")
@@ -114,3 +128,59 @@ def load_profile(name: str, seed: int | None = None) -> None:
         database=None,
     )
     settings.load_profile(f"sessionstate-{name}-seeded")
+
+
+#: Set by the user, it decides where Hypothesis keeps its files, and the suite leaves it be.
+STORAGE_ENV = "HYPOTHESIS_STORAGE_DIRECTORY"
+
+
+def storage_directory() -> Path:
+    """Where a run of the suite has Hypothesis keep its files: ``sessionstate/hypothesis``
+    in the user's cache folder (``$XDG_CACHE_HOME``, else ``~/.cache``; the temporary folder
+    when there is no home)."""
+    cache = os.environ.get("XDG_CACHE_HOME")
+    if not cache:
+        try:
+            cache = str(Path.home() / ".cache")
+        except RuntimeError:  # no home directory to be found
+            cache = tempfile.gettempdir()
+    return Path(cache) / "sessionstate" / "hypothesis"
+
+
+def use_private_storage() -> Path | None:
+    """Have Hypothesis keep its files in ``storage_directory()``, not in ``.hypothesis/``
+    under the current directory, unless ``HYPOTHESIS_STORAGE_DIRECTORY`` says where.
+
+    Hypothesis writes there even when no profile has an example database: caches of the
+    constants in the modules under test (the subject's included) and of Unicode data, the
+    first on collection. They are caches, so a per-user folder serves them as well, and
+    ``sessionstate check`` or ``explain`` leaves the directory it is run from as it was.
+    The ``deep`` profile's database is not among them: it lives where
+    ``SESSIONSTATE_HYPOTHESIS_DB`` says (default ``.hypothesis/sessionstate``), for a CI
+    cache to keep. Returns the folder chosen, or ``None`` when the user's variable decides.
+    """
+    if os.environ.get(STORAGE_ENV):
+        return None
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    where = storage_directory()
+    set_hypothesis_home_dir(where)
+    return where
+
+
+def ignored_profile_notice(requested: str | None, profile: str) -> str | None:
+    """The one line to print when ``--hypothesis-profile`` was given to a run of the suite.
+
+    The suite's tests run under its own profile, whatever Hypothesis loaded: its settings
+    (no deadline, no explain phase, the health checks it suppresses, a database only where
+    a profile says) are what make a failure a clause's and a pass reproducible, and a
+    profile of the caller's would replace all of them. So the option is not honoured; it
+    is reported, once, naming the option that does choose.
+    """
+    if not requested:
+        return None
+    return (
+        f"sessionstate: --hypothesis-profile {requested} does not apply to the conformance "
+        f"tests, which run under the suite's profile {profile!r}; choose it with "
+        "'sessionstate check --profile' or '--sessionstate-profile'"
+    )
