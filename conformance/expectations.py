@@ -3,7 +3,9 @@
 One entry a line: ``CLAUSE-OR-TEST-ID  xfail|skip  reason``. Blank lines and
 ``#`` comments are ignored. A ``skip`` entry for a clause skips the tests whose
 clauses are all skipped; an ``xfail`` entry turns that clause's failures into
-``xfailed``. A test id is matched against the end of pytest node ids.
+``xfailed``. A test id is matched against the end of pytest node ids
+(``test_acct.py::test_name``, or just ``test_name``); without a ``[...]`` part it
+matches every parametrization of the test, with one only that one.
 """
 
 from __future__ import annotations
@@ -32,10 +34,18 @@ class Expectation:
         return bool(_CLAUSE_ID.match(self.target))
 
     def matches_test(self, nodeid: str) -> bool:
-        return not self.is_clause and (
-            nodeid == self.target
-            or nodeid.endswith("::" + self.target)
-            or nodeid.endswith("/" + self.target)
+        """Whether this test entry names ``nodeid``: the end of the node id, after a
+        ``::`` or a ``/``. Without ``[...]`` it names every parametrization of the test."""
+        if self.is_clause:
+            return False
+        candidates = [nodeid]
+        if "[" not in self.target:
+            candidates.append(nodeid.split("[", 1)[0])
+        return any(
+            candidate == self.target
+            or candidate.endswith("::" + self.target)
+            or candidate.endswith("/" + self.target)
+            for candidate in candidates
         )
 
 

@@ -38,6 +38,16 @@ def _counts(results: dict[str, Any]) -> str:
     return ", ".join(f"{n} {outcome}" for outcome, n in sorted(tally.items()))
 
 
+def _verdict_word(results: dict[str, Any]) -> str:
+    """The verdict as the exit status has it: under ``--strict`` an expectation that
+    matched nothing fails the run (exit 1), whatever the clauses' verdict says."""
+    unmatched = len(results["unmatched_expectations"])
+    if results["strict"] and unmatched and results["verdict"] != "non-conformant":
+        entries = "expectation" if unmatched == 1 else "expectations"
+        return f"FAILED (--strict: {unmatched} {entries} matched no test or clause)"
+    return str(results["verdict"]).upper()
+
+
 def summary_lines(results: dict[str, Any]) -> list[str]:
     """One row per clause (id, level, outcome, tests, seconds), then the verdict."""
     lines = ["", "=" * 78, *_header(results), "-" * 78]
@@ -61,7 +71,7 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
     for entry in results["unmatched_expectations"]:
         lines.append(f"warning: expectation {entry} matched no test or clause")
     lines.append(
-        f"verdict: {results['verdict'].upper()} ({_counts(results)}) in {results['seconds']:.1f} s"
+        f"verdict: {_verdict_word(results)} ({_counts(results)}) in {results['seconds']:.1f} s"
     )
     return lines
 
