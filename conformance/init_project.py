@@ -33,7 +33,8 @@ subject = Subject(
     config_resolver=resolve_session_state_config,
     # device_bytes(value, seen) -> {device: bytes}; None skips the clauses that call it directly.
     accounting=device_bytes,
-    # An allocated StateObject accepting append(payload); None uses the reference LatentBuffer.
+    # An allocated StateObject accepting append(payload); None: a suite-owned buffer counted
+    # through your accounting.
     buffer_factory=None,
     # Optional features you claim: "threadsafe" (LOCK-4, LOCK-5), "admission" (ADMIT-*).
     capabilities=frozenset({"threadsafe", "admission"}),
@@ -58,6 +59,12 @@ jobs:
   conformance:
     runs-on: ubuntu-latest
     env:
+      # Where sessionstate comes from: the one line to change. It is not on PyPI yet, so
+      # name its git repository as a pip requirement, at a tag or commit so that every run
+      # checks against the same suite:
+      #   sessionstate @ git+https://github.com/<owner>/<repo>@<tag-or-commit>
+      # Once it is on PyPI, this becomes: sessionstate=={version}
+      SESSIONSTATE_REQUIREMENT: "sessionstate @ git+https://github.com/OWNER/REPO@v{version}"
       PROFILE: ${{{{ github.event_name == 'schedule' && 'deep' || 'ci' }}}}
       SESSIONSTATE_HYPOTHESIS_DB: .hypothesis/sessionstate
     steps:
@@ -70,20 +77,48 @@ jobs:
           path: .hypothesis
           key: hypothesis-${{{{ github.ref_name }}}}-${{{{ github.sha }}}}
           restore-keys: hypothesis-${{{{ github.ref_name }}}}-
-      # CPU torch first: a bare torch requirement pulls a multi-GB CUDA build.
-      - run: pip install torch --index-url https://download.pytorch.org/whl/cpu
-      - run: pip install sessionstate=={version} .
-      - run: >
+      # torch first, from PyTorch's CPU index: PyPI's Linux torch is a CUDA build that pulls
+      # gigabytes of CUDA libraries a GPU-less runner never uses, and once a torch is
+      # installed nothing below replaces it. Pin it (torch==X.Y.Z) to test the torch you ship.
+      - name: Install torch (CPU build)
+        run: pip install torch --index-url https://download.pytorch.org/whl/cpu
+      - name: Install sessionstate
+        run: |
+          case "$SESSIONSTATE_REQUIREMENT" in
+            *OWNER/REPO*)
+              echo "::error::set SESSIONSTATE_REQUIREMENT in this workflow to where sessionstate comes from"
+              exit 1 ;;
+          esac
+          pip install "$SESSIONSTATE_REQUIREMENT"
+      # conformance_subject.py imports your implementation: installed here when this
+      # repository is a Python project, else imported from the checkout (sessionstate check
+      # puts the current directory on sys.path).
+      - name: Install this repository's project
+        run: |
+          if [ -f pyproject.toml ] || [ -f setup.py ]; then
+            pip install .
+          else
+            echo "no pyproject.toml or setup.py here: the subject imports from the checkout"
+          fi
+      - name: Run the conformance suite
+        run: >
           sessionstate check conformance_subject:subject --profile "$PROFILE"
           --junitxml reports/junit.xml --markdown reports/summary.md
           --report-json reports/sessionstate.json
-      - if: always()
-        run: cat reports/summary.md >> "$GITHUB_STEP_SUMMARY"
-      - if: always()
+      # Also when the suite failed; the file is missing when it never ran (a failed install).
+      - name: Job summary
+        if: always()
+        run: |
+          if [ -f reports/summary.md ]; then
+            cat reports/summary.md >> "$GITHUB_STEP_SUMMARY"
+          fi
+      - name: Upload the reports
+        if: always()
         uses: actions/upload-artifact@v4
         with:
           name: sessionstate-report
           path: reports/
+          if-no-files-found: ignore
 """
 
 

@@ -1,0 +1,142 @@
+"""The workflow ``sessionstate init`` writes: every ``run:`` step run here, offline.
+
+The steps run as written, with bash as GitHub Actions runs them. Only ``pip`` is not the
+real one: a stand-in first on ``PATH`` records each install and succeeds, because the
+installs need the network (PyTorch's index, a git repository) and must not change the
+environment running these tests. The commands they would install are already here: the
+check step runs this environment's ``sessionstate`` console script, the local install of
+this tree. The ``uses:`` steps (checkout, setup-python, cache, upload) are GitHub's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+yaml = pytest.importorskip("yaml", reason="the [test] extra installs PyYAML")
+
+FAKE_PIP = """#!/bin/sh
+printf '%s\\n' "$*" >> "$PIP_LOG"
+"""
+
+#: What GitHub would make of the job's expressions on a push.
+ON_PUSH = {"PROFILE": "ci"}
+
+
+def _bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    # GitHub Actions' default shell for run steps: bash --noprofile --norc -eo pipefail {0}
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A repository after ``sessionstate init``: the subject and the workflow, nothing else."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    script = Path(sys.executable).parent / "sessionstate"
+    assert script.exists(), f"no console script at {script}: install the project"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    init = subprocess.run([str(script), "init"], cwd=root, env=env, capture_output=True, text=True)
+    assert init.returncode == 0, init.stderr
+    return root
+
+
+def _job(root: Path) -> dict[str, object]:
+    workflow = yaml.safe_load((root / ".github/workflows/sessionstate.yml").read_text())
+    return workflow["jobs"]["conformance"]
+
+
+def _steps(root: Path) -> dict[str, dict[str, str]]:
+    return {step["name"]: step for step in _job(root)["steps"] if "run" in step}
+
+
+def _env(root: Path, tmp_path: Path, **overrides: str) -> dict[str, str]:
+    """The job's env as a push would see it, on this machine, with the stand-in pip."""
+    bin_dir = tmp_path / "fake-bin"
+    bin_dir.mkdir(exist_ok=True)
+    pip = bin_dir / "pip"
+    pip.write_text(FAKE_PIP)
+    pip.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "SESSIONSTATE_"))}
+    for name, value in _job(root)["env"].items():
+        env[name] = ON_PUSH.get(name, str(value))
+    path = os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), env["PATH"]])
+    env.update(PATH=path, PIP_LOG=str(tmp_path / "pip.log"), **overrides)
+    env["GITHUB_STEP_SUMMARY"] = str(tmp_path / "step-summary.md")
+    return env
+
+
+def _pip_calls(tmp_path: Path) -> list[str]:
+    log = tmp_path / "pip.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def test_every_run_step_succeeds_and_writes_the_job_summary(project: Path, tmp_path: Path) -> None:
+    """torch from the CPU index, sessionstate from the one variable, no project install in
+    a repository that is not a Python project, a conformant check, and its summary."""
+    steps = _steps(project)
+    assert list(steps) == [
+        "Install torch (CPU build)",
+        "Install sessionstate",
+        "Install this repository's project",
+        "Run the conformance suite",
+        "Job summary",
+    ]
+    env = _env(project, tmp_path, SESSIONSTATE_REQUIREMENT="/wheels/sessionstate.whl")
+    for name, step in steps.items():
+        result = _bash(step["run"], project, env)
+        assert result.returncode == 0, (
+            f"{name}: {step['run']}\n{result.stdout[-3000:]}{result.stderr}"
+        )
+    assert _pip_calls(tmp_path) == [
+        "install torch --index-url https://download.pytorch.org/whl/cpu",
+        "install /wheels/sessionstate.whl",
+    ]
+    assert not (project / ".hypothesis").exists()
+    summary = Path(env["GITHUB_STEP_SUMMARY"]).read_text()
+    assert "## sessionstate conformance: `my-backend` is conformant" in summary
+    assert (project / "reports" / "junit.xml").is_file()
+    assert (project / "reports" / "sessionstate.json").is_file()
+
+
+def test_summary_and_upload_run_even_after_a_failure(project: Path, tmp_path: Path) -> None:
+    """Both are ``if: always()``; with no summary file (the suite never ran) the summary
+    step still succeeds and writes nothing."""
+    job = _job(project)
+    last_two = job["steps"][-2:]
+    assert [step.get("if") for step in last_two] == ["always()", "always()"]
+    assert last_two[1]["uses"].startswith("actions/upload-artifact@")
+    env = _env(project, tmp_path)
+    result = _bash(_steps(project)["Job summary"]["run"], project, env)
+    assert result.returncode == 0, result.stderr
+    assert not Path(env["GITHUB_STEP_SUMMARY"]).exists()
+
+
+def test_the_placeholder_requirement_fails_with_what_to_set(project: Path, tmp_path: Path) -> None:
+    """Left unedited, the install step stops with one error naming the variable."""
+    env = _env(project, tmp_path)
+    assert "OWNER/REPO" in env["SESSIONSTATE_REQUIREMENT"]
+    result = _bash(_steps(project)["Install sessionstate"]["run"], project, env)
+    assert result.returncode == 1
+    assert result.stdout.startswith("::error::set SESSIONSTATE_REQUIREMENT")
+    assert _pip_calls(tmp_path) == []
+
+
+@pytest.mark.parametrize("marker", ["pyproject.toml", "setup.py"])
+def test_a_python_project_is_installed(project: Path, tmp_path: Path, marker: str) -> None:
+    """With a pyproject.toml or setup.py the repository's own project is pip-installed."""
+    (project / marker).write_text("")
+    result = _bash(
+        _steps(project)["Install this repository's project"]["run"],
+        project,
+        _env(project, tmp_path),
+    )
+    assert result.returncode == 0, result.stderr
+    assert _pip_calls(tmp_path) == ["install ."]
