@@ -62,17 +62,21 @@ def sh(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProc
 
 
 def working_tree_copy(destination: Path) -> Path:
-    """The tracked files of this checkout, as they are in its working tree, in ``destination``.
+    """The files of this checkout that git does not ignore, as they are in its working
+    tree, in ``destination``.
 
-    A clean clone of what is in front of the developer: ``git clone`` would test the last
-    commit, not the change being made; copying the whole folder would carry build outputs
-    (``build/``, ``*.egg-info``) that ``pip install .`` could pick up, and untracked files
-    a clone does not have. So a file not yet added to git is missing here, as in CI.
+    A clean clone of the work in front of the developer, as if it were committed: ``git
+    clone`` would test the last commit, not the change being made, and copying the whole
+    folder would carry ignored build outputs (``build/``, ``*.egg-info``, ``.nox/``) that
+    ``pip install .`` could pick up. In CI, a fresh clone, the two are the same.
     """
     if shutil.which("git") is None or not (REPO / ".git").exists():
-        pytest.skip("needs a git checkout of the project (its tracked files are copied)")
+        pytest.skip("needs a git checkout of the project: its files are copied from there")
     listed = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
     ).stdout.decode()
     for name in filter(None, listed.split("\0")):
         source = REPO / name
