@@ -13,6 +13,7 @@ import json
 import os
 import re
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         default=None,
         help="write per-test and per-clause results as JSON",
+    )
+    group.addoption(
+        "--sessionstate-junitxml",
+        metavar="PATH",
+        default=None,
+        help="write JUnit XML with one testcase per clause, in a suite named after the subject "
+        "(pytest's own --junitxml has one testcase per test)",
+    )
+    group.addoption(
+        "--sessionstate-no-summary",
+        action="store_true",
+        default=False,
+        help="do not print the clause table at the end of the run",
     )
     group.addoption(
         "--sessionstate-strict",
@@ -173,7 +187,8 @@ def _suite_requested(config: pytest.Config) -> bool:
     """Whether this run asked for the suite: an option or variable of ours, or an argument
     naming the suite (``--pyargs sessionstate.conformance...`` or a path into it)."""
     ours = ("--sessionstate-subject", "--sessionstate-profile", "--sessionstate-clause",
-            "--sessionstate-expectations", "--sessionstate-report-json", "--sessionstate-seed")  # fmt: skip
+            "--sessionstate-expectations", "--sessionstate-report-json", "--sessionstate-seed",
+            "--sessionstate-junitxml")  # fmt: skip
     if any(config.getoption(name) for name in ours) or config.getoption("--sessionstate-strict"):
         return True
     if os.environ.get(SUBJECT_ENV) or os.environ.get(PROFILE_ENV):
@@ -253,17 +268,43 @@ def pytest_testnodedown(node: Any, error: object | None) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """Under xdist, what the header could not say without loading the subject."""
-    if terminalreporter.verbosity < 0 or not _is_xdist_controller(config):
-        return
+    """Under xdist, what the header could not say without loading the subject; then the
+    clause table (in the process that computed the results: never in an xdist worker)."""
     state = _state(config)
-    if state["facts"] is None or not _suite_requested(config):
-        return
-    from . import under_test
+    if (
+        terminalreporter.verbosity >= 0
+        and _is_xdist_controller(config)
+        and state["facts"] is not None
+        and _suite_requested(config)
+    ):
+        from . import under_test
 
-    terminalreporter.write_sep("-", "sessionstate: under test (as the workers loaded it)")
-    for line in under_test.header_lines(*_run_line_args(config), state["facts"]):
-        terminalreporter.write_line(line)
+        terminalreporter.write_sep("-", "sessionstate: under test (as the workers loaded it)")
+        for line in under_test.header_lines(*_run_line_args(config), state["facts"]):
+            terminalreporter.write_line(line)
+    _clause_table(terminalreporter, config)
+
+
+def _clause_table(terminalreporter: Any, config: pytest.Config) -> None:
+    """One row per clause, failures first, and the verdict; ``-qq`` or
+    ``--sessionstate-no-summary`` (``sessionstate check`` prints its own) leave it out."""
+    results = _state(config).get("results")
+    if results is None or terminalreporter.verbosity < -1:
+        return
+    if config.getoption("--sessionstate-no-summary") or not _suite_requested(config):
+        return
+    from .report import styled_table
+
+    verdict = {"conformant": "green", "non-conformant": "red"}.get(results["verdict"], "yellow")
+    colours = {"failed": "red", "error": "red", "unchecked": "yellow", "warning": "yellow"}
+    terminalreporter.write_sep("=", f"sessionstate: {results['subject']} is {results['verdict']}")
+    for line, kind in styled_table(results):
+        if kind == "verdict":
+            terminalreporter.write_line(line, **{verdict: True, "bold": True})
+        elif kind in colours:
+            terminalreporter.write_line(line, **{colours[kind]: True})
+        else:
+            terminalreporter.write_line(line)
 
 
 #: Node ids of the shipped suite's tests, however pytest roots them.
@@ -439,6 +480,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if not ids:
         return
     failed: list[str] = []
+    mine: list[tuple[str, str]] = []
     if call.excinfo is not None and report.failed:
         from .checks import clauses_of
         from .watchdog import Hang
@@ -450,9 +492,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # A clause failure's message already is the one template; other
         # errors get their type so "KeyError('a')" is not just "'a'".
         message = first if failed else f"{type(error).__name__}: {first}"
-        report.user_properties.append(("sessionstate_message", message))
-    report.user_properties.append(("sessionstate_clauses", ids))
-    report.user_properties.append(("sessionstate_failed_clauses", failed))
+        mine.append(("sessionstate_message", message))
+    mine += [
+        ("sessionstate_clauses", json.dumps(ids)),
+        ("sessionstate_failed_clauses", json.dumps(failed)),
+    ]
+    if report.when == "teardown" and not report.failed:
+        # pytest's JUnit XML writes a test's properties from its teardown report: there,
+        # the call's (or a failed setup's) say what happened, not the teardown's.
+        mine = item.stash.get(_PROPERTIES, mine)
+    else:
+        item.stash[_PROPERTIES] = mine
+    report.user_properties.extend(mine)
+
+
+#: The sessionstate properties of a test's last setup or call report (JSON values).
+_PROPERTIES = pytest.StashKey[list[tuple[str, str]]]()
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -470,9 +525,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     _RECORDS.append(
         {
             "nodeid": report.nodeid,
-            "clauses": props["sessionstate_clauses"],
+            "clauses": json.loads(props["sessionstate_clauses"]),
             "outcome": outcome,
-            "failed_clauses": props.get("sessionstate_failed_clauses", []),
+            "failed_clauses": json.loads(props.get("sessionstate_failed_clauses", "[]")),
             "message": message,
             "seconds": round(report.duration, 4),
         }
@@ -496,7 +551,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             config.workeroutput["sessionstate"] = _facts(config)  # type: ignore[attr-defined]
         return
     path = config.getoption("--sessionstate-report-json")
-    if not path:
+    junit = config.getoption("--sessionstate-junitxml")
+    if not (path or junit or _RECORDS):
         return
     from sessionstate import __version__
 
@@ -508,13 +564,27 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "profile": state["profile"],
         "seed": state["seed"],
         "seconds": round(time.monotonic() - state["started"], 2),
+        # When the run ended, in UTC: the matrix and the JUnit XML say how old a result is.
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     payload = report(
         _RECORDS, state["expectations"], state["selected"],
         strict=config.getoption("--sessionstate-strict"), facts=_json_facts(config), run=run,
     )  # fmt: skip
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    state["results"] = payload  # for the clause table in the terminal summary
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    if junit:
+        _write_junit(junit, payload)
+
+
+def _write_junit(path: str, payload: dict[str, Any]) -> None:
+    """The per-clause JUnit XML (``junit.to_junit_xml``) of ``--sessionstate-junitxml``."""
+    from .atomic import write_text_atomic
+    from .junit import to_junit_xml
+
+    write_text_atomic(path, to_junit_xml(payload))
 
 
 def _json_facts(config: pytest.Config) -> dict[str, Any]:

@@ -158,7 +158,7 @@ def report(
     facts: Mapping[str, Any],
     run: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """The JSON results: ``run`` (target, suite version, profile, seed, seconds), the
+    """The JSON results: ``run`` (target, suite version, profile, seed, seconds, date), the
     ``facts`` of what was under test (``under_test.gather``), per-clause results and the
     verdict, and every test record."""
     records = [TestRecord(**t) for t in tests]
@@ -177,6 +177,7 @@ def report(
         "verdict": verdict(results, strict=strict),
         "strict": strict,
         "seconds": run["seconds"],
+        "date": run.get("date"),
         "unmatched_expectations": unmatched,
         "environment": facts["environment"],
         "capabilities": facts["capabilities"],

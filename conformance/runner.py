@@ -81,6 +81,8 @@ def pytest_arguments(options: CheckOptions, json_path: str) -> list[str]:
         "--sessionstate-subject", options.target,
         "--sessionstate-profile", options.profile,
         "--sessionstate-report-json", json_path,
+        # The clause table is printed below, after pytest's own summary.
+        "--sessionstate-no-summary",
     ]  # fmt: skip
     for cid in options.clauses:
         args += ["--sessionstate-clause", cid]
@@ -97,7 +99,9 @@ def pytest_arguments(options: CheckOptions, json_path: str) -> list[str]:
         # wait on one worker's backlog of stateful machines (bench/suite_speed.py).
         args += ["-n", options.workers, "--dist", "worksteal"]
     if options.junitxml:
-        args.append(f"--junitxml={options.junitxml}")
+        # One testcase per clause, in a suite named after the subject; pytest's own
+        # per-test file stays available as `-- --junitxml=PATH`.
+        args += ["--sessionstate-junitxml", options.junitxml]
     return args + options.pytest_args
 
 

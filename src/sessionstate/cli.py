@@ -37,7 +37,7 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="quick, ci (default), deep, triage (no shrinking) or mutation",
     )
     check.add_argument("--report-json", metavar="PATH", help="write the results as JSON")
-    check.add_argument("--junitxml", metavar="PATH", help="write JUnit XML (via pytest)")
+    check.add_argument("--junitxml", metavar="PATH", help="write JUnit XML, a testcase per clause")
     check.add_argument("--markdown", metavar="PATH", help="write the summary as Markdown")
     check.add_argument(
         "--expectations",
