@@ -7,11 +7,15 @@ Contract (SPEC ``ACCT-*``):
   allocation alive.
 * Tensors sharing one storage (views, slices, ``expand``, ``as_strided``,
   transposes, ``view(dtype)``) count once per ``seen`` set.
-* Storages are told apart by **identity, not address**. Every ``meta`` storage
-  and every zero-size storage has data pointer 0 (pytorch PR #54710), so keying
-  by ``(device, data_ptr)`` -- as upstream does -- counts the first meta storage
-  and silently drops the rest. On this PyTorch a storage's Python object is
-  preserved, so the storage object itself is the key.
+* **Memory is counted, not storage objects.** A storage with memory counts the
+  bytes of its address range on its device not already counted in ``seen``:
+  live allocations never overlap, so aliases of one allocation (views share one
+  storage; ``torch.from_dlpack(t)`` and ``torch.from_numpy(a)`` are second
+  storages over the same memory) count once. Every ``meta`` storage and every
+  zero-size storage has data pointer 0 (pytorch PR #54710), so keying by
+  ``(device, data_ptr)`` -- as upstream does -- counts the first meta storage and
+  silently drops the rest: meta storages are told apart by identity (on this
+  PyTorch a storage's Python object is preserved), and zero-size ones count 0.
 * Bytes are keyed by ``str(tensor.device)`` and never summed across devices:
   host and device memory are different resources.
 * NumPy arrays count under ``"cpu"``: a view counts the buffer of the array that
@@ -67,12 +71,13 @@ class _Walk:
     containers already entered (so cycles and shared sub-containers are walked
     once per pass)."""
 
-    __slots__ = ("entered", "seen", "totals")
+    __slots__ = ("_spans", "entered", "seen", "totals")
 
     def __init__(self, seen: SeenStorages, totals: dict[str, int]) -> None:
         self.seen = seen
         self.totals = totals
         self.entered: set[int] = set()
+        self._spans: _HostSpans | None = None
 
     def visit(self, value: object) -> None:
         if isinstance(value, torch.Tensor):
@@ -128,15 +133,29 @@ class _Walk:
         seen = self.seen
         if storage in seen:
             return
-        seen.add(storage)
+        seen.add(storage)  # also pins it: its address cannot be reused while seen lives
         nbytes = storage.nbytes()
         device = str(tensor.device)
-        if device == "cpu" and nbytes and not storage.resizable():
-            # Not allocated by torch: host memory borrowed from NumPy or a
-            # buffer, possibly shared with an array counted elsewhere.
-            nbytes = _HostSpans.of(seen).cover(storage.data_ptr(), nbytes)
+        if nbytes and device != "meta":
+            # Memory, not storage objects, is what is counted: two storages over one
+            # allocation (torch.from_numpy of an array, torch.from_dlpack of a tensor,
+            # a storage torch only borrows) are one range of addresses. Live
+            # allocations never overlap on a device, so the union of the ranges is
+            # exact. Meta storages have no memory and all sit at address 0: identity.
+            try:
+                start = storage.data_ptr()
+            except RuntimeError:  # no address to give (a jagged nested tensor's): identity
+                start = None
+            if start is not None:
+                nbytes = self.spans().cover(device, start, nbytes)
         totals = self.totals
         totals[device] = totals.get(device, 0) + nbytes
+
+    def spans(self) -> _HostSpans:
+        spans = self._spans
+        if spans is None:
+            spans = self._spans = _HostSpans.of(self.seen)
+        return spans
 
     def array(self, array: np.ndarray) -> None:
         owner = array
@@ -149,11 +168,11 @@ class _Walk:
         if owner.nbytes == 0:
             return
         start = int(owner.__array_interface__["data"][0])
-        spans = _HostSpans.of(self.seen)
+        spans = self.spans()
         # Pin the owner as ``seen`` pins counted storages: once freed, its
         # address could be reused by a new array that would then count 0.
         spans.owners.append(owner)
-        self.add("cpu", spans.cover(start, owner.nbytes))
+        self.add("cpu", spans.cover("cpu", start, owner.nbytes))
 
 
 def _sparse_components(tensor: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -168,24 +187,25 @@ def _sparse_components(tensor: torch.Tensor) -> tuple[torch.Tensor, ...]:
 
 
 class _HostSpans:
-    """The host address ranges already counted in one ``seen`` set.
+    """The address ranges already counted in one ``seen`` set, per device.
 
-    NumPy buffers and borrowed torch storages are plain host memory that may
-    overlap: ``torch.from_numpy(owner[1:])`` is a storage over the tail of
-    ``owner``'s buffer. Live allocations never overlap, so the exact count is
-    the length of the union of the address ranges. The ranges live in one
-    object stored *inside* ``seen`` (so they share its lifetime); the weak map
-    only finds that object again from the set, and membership in ``seen``
-    confirms the match even if CPython reuses the id of a dead set.
+    Storages and NumPy buffers are memory that may overlap: ``torch.from_numpy(
+    owner[1:])`` is a storage over the tail of ``owner``'s buffer, and
+    ``torch.from_dlpack(t)`` a second storage over ``t``'s. Live allocations never
+    overlap, so the exact count is the length of the union of the address ranges.
+    The ranges live in one object stored *inside* ``seen`` (so they share its
+    lifetime); the weak map only finds that object again from the set, and
+    membership in ``seen`` confirms the match even if CPython reuses the id of a
+    dead set.
     """
 
-    __slots__ = ("__weakref__", "owners", "starts", "stops")
+    __slots__ = ("__weakref__", "owners", "ranges")
 
     _by_seen: ClassVar[weakref.WeakValueDictionary[int, _HostSpans]] = weakref.WeakValueDictionary()
 
     def __init__(self) -> None:
-        self.starts: list[int] = []  # sorted, disjoint, non-adjacent ranges
-        self.stops: list[int] = []
+        # device -> (starts, stops): sorted, disjoint, non-adjacent ranges
+        self.ranges: dict[str, tuple[list[int], list[int]]] = {}
         self.owners: list[np.ndarray] = []  # NumPy owners counted, kept alive
 
     @classmethod
@@ -197,17 +217,23 @@ class _HostSpans:
             cls._by_seen[id(seen)] = spans
         return spans
 
-    def cover(self, start: int, nbytes: int) -> int:
-        """Mark ``[start, start + nbytes)`` counted; return the bytes newly covered."""
+    def cover(self, device: str, start: int, nbytes: int) -> int:
+        """Mark ``[start, start + nbytes)`` counted on ``device``; return the bytes newly
+        covered."""
+        ranges = self.ranges.get(device)
+        if ranges is None:
+            self.ranges[device] = ([start], [start + nbytes])
+            return nbytes
+        starts, stops = ranges
         stop = start + nbytes
-        lo = bisect_left(self.stops, start)  # first range that ends at or after start
-        hi = bisect_right(self.starts, stop)  # ranges from lo to hi touch the new one
+        lo = bisect_left(stops, start)  # first range that ends at or after start
+        hi = bisect_right(starts, stop)  # ranges from lo to hi touch the new one
         overlap = 0
-        for s, e in zip(self.starts[lo:hi], self.stops[lo:hi], strict=True):
+        for s, e in zip(starts[lo:hi], stops[lo:hi], strict=True):
             overlap += max(0, min(e, stop) - max(s, start))
         if lo < hi:
-            start = min(start, self.starts[lo])
-            stop = max(stop, self.stops[hi - 1])
-        self.starts[lo:hi] = [start]
-        self.stops[lo:hi] = [stop]
+            start = min(start, starts[lo])
+            stop = max(stop, stops[hi - 1])
+        starts[lo:hi] = [start]
+        stops[lo:hi] = [stop]
         return nbytes - overlap

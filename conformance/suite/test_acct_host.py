@@ -72,6 +72,12 @@ SHARED_MEMORY_CASES = [
     Case("owner-then-offset", _OWNER, ("owner", "torch.from_numpy(owner[1:])"), ({"cpu": 40}, {})),
     Case("tensor-then-numpy", _T, ("t", "t.numpy()[1:]"), ({"cpu": 24}, {})),
     Case("numpy-then-tensor", _T, ("t.numpy()", "t"), ({"cpu": 24}, {})),
+    # torch.from_dlpack(t) is a second storage object over t's memory.
+    Case("tensor-and-its-dlpack", _T, ("[t, torch.from_dlpack(t)]",), ({"cpu": 24},)),
+    # ... the bytes of what it was made from (16 of t's 24), like torch.from_numpy(x).
+    Case(
+        "dlpack-slice-then-tensor", _T, ("torch.from_dlpack(t[2:])", "t"), ({"cpu": 16}, {"cpu": 8})
+    ),
 ]
 
 

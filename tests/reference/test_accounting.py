@@ -379,3 +379,28 @@ class TestDeviceBytesSparse:
         nested = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)], layout=torch.jagged)
         assert nested.layout is torch.jagged
         assert device_bytes(nested, set()) == {"cpu": 20}
+
+
+class TestAliasesOfOneAllocation:
+    """Two storage objects over one allocation are one range of memory (ACCT-7)."""
+
+    def test_a_dlpack_alias_counts_once_in_either_order(self) -> None:
+        t = torch.zeros(4)
+        alias = torch.from_dlpack(t)
+        assert alias.untyped_storage() is not t.untyped_storage()
+        assert device_bytes([t, alias], set()) == {"cpu": 16}
+        assert device_bytes([alias, t], set()) == {"cpu": 16}
+
+    def test_a_dlpack_alias_of_a_slice_across_calls(self) -> None:
+        t, seen = torch.zeros(6), set()
+        # The alias covers what it was made from, t[2:]; then t adds the rest.
+        assert device_bytes(torch.from_dlpack(t[2:]), seen) == {"cpu": 16}
+        assert device_bytes(t, seen) == {"cpu": 8}
+
+    def test_distinct_allocations_still_count_separately(self) -> None:
+        a, b = torch.zeros(4), torch.zeros(4)
+        assert device_bytes([a, b, torch.from_dlpack(a)], set()) == {"cpu": 32}
+
+    def test_meta_storages_are_still_told_apart_by_identity(self) -> None:
+        metas = [torch.empty(2, device="meta"), torch.empty(3, device="meta")]
+        assert device_bytes(metas, set()) == {"meta": 20}
