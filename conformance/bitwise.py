@@ -65,7 +65,9 @@ def bit_difference(observed: object, expected: object, path: str = "value") -> D
     Same types; tensors and arrays equal in dtype, shape, device and every
     value, NaNs at the same places counting as equal; mappings, lists, tuples
     and deques compared item by item; ``Raised`` equal by exception type;
-    anything else by ``==`` (NaN floats equal).
+    objects with no ``==`` of their own (so ``==`` is identity) field by field,
+    through ``__dict__`` and ``__slots__``: two sides' copies of one stand-in
+    object are never the same object; anything else by ``==`` (NaN floats equal).
     """
     import numpy as np
     import torch
@@ -86,11 +88,48 @@ def bit_difference(observed: object, expected: object, path: str = "value") -> D
         return _sequence_difference(observed, expected, path)  # type: ignore[arg-type]
     if isinstance(expected, float) and math.isnan(expected) and math.isnan(observed):  # type: ignore[arg-type]
         return None
+    if type(expected).__eq__ is object.__eq__ and _fields(expected) is not None:
+        return _object_difference(observed, expected, path)
     try:
         equal = bool(observed == expected)
     except Exception:
         equal = False
     return None if equal else Difference(path, show(observed), show(expected))
+
+
+def _fields(value: object) -> dict[str, object] | None:
+    """An object's fields from ``__dict__`` and ``__slots__``; None if it has neither."""
+    names = [
+        n for k in type(value).__mro__ for n in getattr(k, "__slots__", ()) if n != "__weakref__"
+    ]
+    if not hasattr(value, "__dict__") and not names:
+        return None
+    fields = dict(getattr(value, "__dict__", {}))
+    for name in names:
+        if name != "__dict__" and hasattr(value, name):
+            fields[name] = getattr(value, name)
+    return fields
+
+
+_COMPARING: set[tuple[int, int]] = set()
+
+
+def _object_difference(a: object, b: object, path: str) -> Difference | None:
+    pair = (id(a), id(b))
+    if pair in _COMPARING:  # a cycle back to objects being compared: judged where it began
+        return None
+    _COMPARING.add(pair)
+    try:
+        ours, theirs = _fields(a) or {}, _fields(b) or {}
+        if sorted(ours) != sorted(theirs):
+            return Difference(f"fields of {path}", repr(sorted(ours)), repr(sorted(theirs)))
+        for name in sorted(theirs):
+            found = bit_difference(ours[name], theirs[name], f"{path}.{name}")
+            if found is not None:
+                return found
+        return None
+    finally:
+        _COMPARING.discard(pair)
 
 
 def _tensor_difference(a: torch.Tensor, b: torch.Tensor, path: str) -> Difference | None:

@@ -159,6 +159,33 @@ class TestStatementsAndArguments:
         assert info.value.clause == "ADAPT-1"
         assert "the arguments of adapter.load_into(...) after the call" in str(info.value)
 
+    def test_plain_objects_compare_field_by_field(self) -> None:
+        """Each side's copy of a stand-in object is another object: equal fields are equal."""
+        a, b = _Transformer(), _Transformer()
+        assert bit_difference(a, b) is None
+        b.kv.append(1)
+        found = bit_difference(a, b)
+        assert found is not None and found.path == "len(value.kv)"
+        loop_a, loop_b = _Transformer(), _Transformer()
+        loop_a.kv.append(loop_a)  # type: ignore[arg-type]
+        loop_b.kv.append(loop_b)  # type: ignore[arg-type]
+        assert bit_difference(loop_a, loop_b) is None
+
+    def test_a_correct_adapter_writing_into_a_plain_object_passes(self) -> None:
+        spec = AdapterSpec(
+            "loader",
+            bespoke_factory=_Loader,
+            adapter_factory=lambda manager, session_id: (
+                manager.get_or_create_session(session_id),
+                _Loader(),
+            )[1],
+            operations=[Op("load_into", st.builds(_Transformer), mutates_args=True)],
+        )
+        from sessionstate.conformance import Subject
+
+        machine = AdapterMachine(Subject(name="loader", adapters=[spec]), spec)
+        machine.apply(None, [Call(spec.operations[0], (_Transformer(),), {})], False)
+
     def test_unmutated_arguments_are_not_compared_unless_asked(self) -> None:
         spec = AdapterSpec(
             "loader",
