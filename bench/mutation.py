@@ -3,8 +3,10 @@
 Survivors are listed with their classification from bench/mutation-notes.toml
 (``equivalent`` with the reason, or ``gap`` with the clause/test that now
 closes it); an unclassified survivor is listed as such.
-``python bench/mutation.py [--reuse] [--workers N]`` (``--reuse`` keeps an existing session
-database). cosmic-ray mutates files in place, so each of the N workers (default: one per
+``python bench/mutation.py [--reuse] [--workers N] [--limit N]`` (``--reuse`` keeps an
+existing session database; ``--limit N`` runs only N mutants, evenly spaced over all of them in
+a fixed order, in a session of its own, and prints their outcomes instead of rewriting
+MUTATION.md: a quick check of the session itself, e.g. before and after changing it). cosmic-ray mutates files in place, so each of the N workers (default: one per
 core) is a cosmic-ray HTTP worker in its own copy of the tree; ``mutation_test`` makes the
 suite import ``sessionstate`` from that copy.
 """
@@ -56,7 +58,7 @@ def _annotation_spans(path: Path) -> list[tuple[tuple[int, int], tuple[int, int]
     return spans
 
 
-def skip_annotation_mutants() -> int:
+def skip_annotation_mutants(session: Path = SESSION) -> int:
     """Mark mutants inside type annotations as skipped: every reference module has
     ``from __future__ import annotations``, so annotations are never evaluated and
     mutating them (``int | None`` -> ``int & None``) cannot change behaviour."""
@@ -65,7 +67,7 @@ def skip_annotation_mutants() -> int:
 
     skipped = 0
     spans: dict[Path, list[tuple[tuple[int, int], tuple[int, int]]]] = {}
-    with use_db(str(SESSION)) as db:
+    with use_db(str(session)) as db:
         for item in list(db.work_items):
             for mutation in item.mutations:
                 path = ROOT / mutation.module_path
@@ -76,6 +78,27 @@ def skip_annotation_mutants() -> int:
                     skipped += 1
                     break
     return skipped
+
+
+def limit_mutants(session: Path, limit: int) -> int:
+    """Mark all pending mutants but ``limit`` of them skipped. Those kept are evenly spaced over
+    the pending ones sorted by (module, operator, occurrence), so the same tree keeps the same
+    mutants run after run. Returns how many were skipped."""
+    from cosmic_ray.work_db import use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    with use_db(str(session)) as db:
+        pending = sorted(
+            db.pending_work_items,
+            key=lambda item: [
+                (str(m.module_path), m.operator_name, m.occurrence) for m in item.mutations
+            ],
+        )
+        keep = {pending[i * len(pending) // limit].job_id for i in range(min(limit, len(pending)))}
+        dropped = [item.job_id for item in pending if item.job_id not in keep]
+        if dropped:
+            db.set_multiple_results(dropped, WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
+    return len(dropped)
 
 
 def _hunk(diff: str) -> list[str]:
@@ -100,19 +123,20 @@ def mutant_line(diff: str) -> str:
     return " ".join(t[1:].strip() for t in _hunk(diff) if t.startswith("+") and t[1:].strip())
 
 
-def mutants() -> list[dict[str, str]]:
-    """Every mutant that ran: module file name, operator, original line, outcome, diff."""
-    con = sqlite3.connect(SESSION)
+def mutants(session: Path = SESSION) -> list[dict[str, str]]:
+    """Every mutant that ran: module file name, operator, occurrence, original line, outcome,
+    diff."""
+    con = sqlite3.connect(session)
     rows = con.execute(
-        "SELECT m.module_path, m.operator_name, r.test_outcome, r.diff "
+        "SELECT m.module_path, m.operator_name, m.occurrence, r.test_outcome, r.diff "
         "FROM mutation_specs m JOIN work_results r ON m.job_id = r.job_id "
         "WHERE r.worker_outcome != 'SKIPPED'"
     ).fetchall()
     return [
         {"module": Path(module).name, "operator": operator.split("/")[-1],
-         "line": mutated_line(diff), "into": mutant_line(diff), "outcome": str(outcome),
-         "diff": diff}
-        for module, operator, outcome, diff in rows
+         "occurrence": str(occurrence), "line": mutated_line(diff), "into": mutant_line(diff),
+         "outcome": str(outcome), "diff": diff}
+        for module, operator, occurrence, outcome, diff in rows
     ]  # fmt: skip
 
 
@@ -245,29 +269,54 @@ def http_config(urls: list[str], dest: Path) -> Path:
     return dest
 
 
+def run_session(session: Path, workers: int, *, fresh: bool, limit: int | None = None) -> float:
+    """Initialise ``session`` when ``fresh``, then ``exec`` it; returns the minutes ``exec``
+    took."""
+    config = str(HERE / "cosmic-ray.toml")
+    if fresh:
+        session.unlink(missing_ok=True)
+        cosmic("init", config, str(session))
+        print(f"skipped {skip_annotation_mutants(session)} mutants inside annotations")
+        if limit is not None:
+            print(f"skipped {limit_mutants(session, limit)} mutants beyond --limit {limit}")
+        cosmic("baseline", config)
+    started = time.monotonic()
+    if workers <= 1:
+        cosmic("exec", config, str(session))
+    else:
+        with http_workers(workers) as urls, tempfile.TemporaryDirectory() as scratch:
+            cosmic("exec", str(http_config(urls, Path(scratch) / "http.toml")), str(session))
+    minutes = (time.monotonic() - started) / 60
+    print(f"exec took {minutes:.1f} min with {workers} worker(s)")
+    return minutes
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--reuse", action="store_true")
     parser.add_argument("--report-only", action="store_true", help="rewrite MUTATION.md only")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--limit", type=int, metavar="N",
+        help="run only N mutants (evenly spaced, fixed order) in a session of their own and "
+        "print their outcomes; MUTATION.md and the timing file are left alone",
+    )  # fmt: skip
     args = parser.parse_args()
-    config = str(HERE / "cosmic-ray.toml")
+    if args.limit is not None and (args.limit < 1 or args.reuse or args.report_only):
+        parser.error("--limit takes N >= 1 and goes with neither --reuse nor --report-only")
     if args.report_only:
         write_report(mutants(), None)
         return 0
-    if not (args.reuse and SESSION.exists()):
-        SESSION.unlink(missing_ok=True)
-        cosmic("init", config, str(SESSION))
-        print(f"skipped {skip_annotation_mutants()} mutants inside annotations")
-        cosmic("baseline", config)
-    started = time.monotonic()
-    if args.workers <= 1:
-        cosmic("exec", config, str(SESSION))
-    else:
-        with http_workers(args.workers) as urls, tempfile.TemporaryDirectory() as scratch:
-            cosmic("exec", str(http_config(urls, Path(scratch) / "http.toml")), str(SESSION))
-    minutes = (time.monotonic() - started) / 60
-    print(f"exec took {minutes:.1f} min with {args.workers} worker(s)")
+    if args.limit is not None:
+        with tempfile.TemporaryDirectory(prefix="sessionstate-mutation-limit-") as scratch:
+            session = Path(scratch) / "mutation.sqlite"
+            run_session(session, args.workers, fresh=True, limit=args.limit)
+            for mutant in mutants(session):
+                print(mutant["module"], mutant["operator"], mutant["occurrence"],
+                      mutant["outcome"], sep="\t")  # fmt: skip
+        return 0
+    fresh = not (args.reuse and SESSION.exists())
+    minutes = run_session(SESSION, args.workers, fresh=fresh)
     timing = {"exec_minutes": round(minutes, 2), "workers": args.workers, "cpus": os.cpu_count()}
     TIMING.write_text(json.dumps(timing) + "\n", encoding="utf-8")
     write_report(mutants(), minutes)
