@@ -7,6 +7,10 @@ is tagged with it; the test's other clauses were not checked to the end
 other way (the subject raised, a hang) errors every clause it is tagged with.
 A test skipped as *not applicable* (the subject lacks a hook it needs) leaves
 its clauses unchecked when their other tests ran, and skipped when none did.
+
+A run that stopped before its last test (Ctrl-C, collection errors, ``-x``) or ran
+one test alone (``--reproduce``) leaves every clause whose tests did not all run
+unchecked, never passed; an interrupted run's verdict is ``incomplete`` whatever ran.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from .applicability import NOT_APPLICABLE, NOT_CHECKED
 from .clauses import all_clauses
 from .expectations import Expectation
 
-__all__ = ["ClauseResult", "TestRecord", "aggregate", "report", "verdict"]
+__all__ = ["ClauseResult", "TestRecord", "aggregate", "mark_unfinished", "report", "verdict"]
 
 
 @dataclass
@@ -34,6 +38,8 @@ class TestRecord:
     failed_clauses: list[str] = field(default_factory=list)
     message: str = ""
     seconds: float = 0.0
+    #: ``HYPOTHESIS_VERSION:BLOB`` of the failing case (``sessionstate check --reproduce``).
+    reproduce: str = ""
 
 
 @dataclass
@@ -138,6 +144,24 @@ def _short(nodeid: str) -> str:
     return nodeid.rpartition("/")[2]
 
 
+def mark_unfinished(
+    results: Mapping[str, ClauseResult], clauses: Iterable[str] | None, why: str
+) -> None:
+    """Clauses (``None``: every one) whose tests did not all run: one that would have
+    passed, xfailed or been skipped is ``unchecked`` instead. A failure stays a failure,
+    and a clause skipped by an expectations entry stays skipped."""
+    chosen = None if clauses is None else set(clauses)
+    for cid, result in results.items():
+        if chosen is not None and cid not in chosen:
+            continue
+        if result.outcome in ("failed", "error", "unchecked"):
+            continue
+        if result.outcome == "skipped" and result.message.startswith("expected: "):
+            continue
+        result.outcome = "unchecked"
+        result.message = f"not checked to the end: {why}"
+
+
 def verdict(results: Mapping[str, ClauseResult], strict: bool = False) -> str:
     """``non-conformant`` if a MUST clause (any clause, when strict) failed or errored;
     else ``incomplete`` if one was not checked to the end; else ``conformant``."""
@@ -160,9 +184,21 @@ def report(
 ) -> dict[str, Any]:
     """The JSON results: ``run`` (target, suite version, profile, seed, seconds, date), the
     ``facts`` of what was under test (``under_test.gather``), per-clause results and the
-    verdict, and every test record."""
+    verdict, and every test record.
+
+    ``run`` may also say how the run ended (``plugin._how_it_ended``): ``stopped`` (why it
+    ended before its last test, or ``None``), ``interrupted`` (stopped other than at a
+    failure, as ``-x`` asks: the verdict is then ``incomplete``), ``tests_collected``,
+    and ``unfinished``: the clauses whose tests did not all run (``None``: not known, so
+    every clause), with ``unfinished_why`` for their notes.
+    """
     records = [TestRecord(**t) for t in tests]
     results = aggregate(records, expectations, selected)
+    stopped = run.get("stopped")
+    unfinished = run.get("unfinished", [])
+    if unfinished is None or unfinished:
+        mark_unfinished(results, unfinished, run.get("unfinished_why") or "the run stopped")
+    interrupted = bool(run.get("interrupted"))
     unmatched = [
         f"{e.target} (line {e.line})"
         for e in expectations
@@ -174,7 +210,10 @@ def report(
         "suite_version": run["suite_version"],
         "profile": run["profile"],
         "seed": run["seed"],
-        "verdict": verdict(results, strict=strict),
+        "verdict": "incomplete" if interrupted else verdict(results, strict=strict),
+        "interrupted": interrupted,
+        "stopped": stopped,
+        "tests_collected": run.get("tests_collected"),
         "strict": strict,
         "seconds": run["seconds"],
         "date": run.get("date"),

@@ -98,3 +98,69 @@ def test_a_focused_test_that_never_got_through_leaves_its_clause_unchecked() -> 
     result = aggregate(records, selected=["ENV-3"])["ENV-3"]
     assert result.outcome == "unchecked"
     assert "every example stopped at ENV-1 first" in result.message
+
+
+def _report(records: list[TestRecord], selected: list[str], **how: object) -> dict:
+    from dataclasses import asdict
+
+    from sessionstate.conformance.results import report
+
+    run = {"target": "t:s", "suite_version": "0", "profile": "ci", "seed": None, "seconds": 1.0}
+    facts = {"subject": "s", "environment": {}, "capabilities": []}
+    return report(
+        [asdict(r) for r in records], [], selected, strict=False, facts=facts, run={**run, **how}
+    )
+
+
+def test_an_interrupted_run_is_incomplete_and_passes_nothing_it_did_not_finish() -> None:
+    """Ctrl-C after LRU-1's only test: LRU-1 passed; LRU-2, whose second test never
+    ran, and LRU-3, whose tests never ran, are unchecked; the verdict is incomplete."""
+    records = [_passed("a::one", "LRU-1", "LRU-2")]
+    results = _report(
+        records, ["LRU-1", "LRU-2", "LRU-3"], stopped="interrupted", interrupted=True,
+        tests_collected=3, unfinished=["LRU-2", "LRU-3"],
+        unfinished_why="interrupted before all its tests ran",
+    )  # fmt: skip
+    outcomes = {cid: c["outcome"] for cid, c in results["clauses"].items()}
+    assert outcomes == {"LRU-1": "passed", "LRU-2": "unchecked", "LRU-3": "unchecked"}
+    assert results["clauses"]["LRU-3"]["message"] == (
+        "not checked to the end: interrupted before all its tests ran"
+    )
+    assert (results["verdict"], results["interrupted"], results["stopped"]) == (
+        "incomplete",
+        True,
+        "interrupted",
+    )
+    assert results["tests_collected"] == 3
+
+
+def test_an_interrupted_run_with_a_failure_is_still_incomplete() -> None:
+    """The failure stays in its clause; the run as a whole gives no verdict."""
+    records = [_failed("a::one", ["LRU-1"], ["LRU-1"], "x [LRU-1]")]
+    results = _report(records, ["LRU-1", "LRU-2"], stopped="interrupted", interrupted=True,
+                      unfinished=None, unfinished_why="interrupted")  # fmt: skip
+    assert results["clauses"]["LRU-1"]["outcome"] == "failed"
+    assert results["clauses"]["LRU-2"]["outcome"] == "unchecked"
+    assert results["verdict"] == "incomplete"
+
+
+def test_a_run_stopped_at_a_failure_keeps_its_verdict() -> None:
+    """-x stopped at a SHOULD failure before any MUST clause ran: incomplete, not
+    conformant; at a MUST failure: non-conformant."""
+    should = [_failed("a::s", ["ACCT-12"], ["ACCT-12"], "x [ACCT-12]")]
+    results = _report(should, ["ACCT-12", "LRU-1"], stopped="stopping after 1 failures",
+                      interrupted=False, unfinished=["LRU-1"], unfinished_why="stopped")  # fmt: skip
+    assert results["clauses"]["LRU-1"]["outcome"] == "unchecked"
+    assert (results["verdict"], results["interrupted"]) == ("incomplete", False)
+    must = [_failed("a::m", ["LRU-1"], ["LRU-1"], "x [LRU-1]")]
+    assert _report(must, ["LRU-1", "LRU-2"], stopped="stopping after 1 failures",
+                   unfinished=["LRU-2"])["verdict"] == "non-conformant"  # fmt: skip
+
+
+def test_a_complete_run_says_it_was_not_interrupted() -> None:
+    results = _report([_passed("a::one", "LRU-1")], ["LRU-1"])
+    assert (results["verdict"], results["interrupted"], results["stopped"]) == (
+        "conformant",
+        False,
+        None,
+    )
