@@ -6,9 +6,13 @@ closes it); an unclassified survivor is listed as such.
 ``python bench/mutation.py [--reuse] [--workers N] [--limit N]`` (``--reuse`` keeps an
 existing session database; ``--limit N`` runs only N mutants, evenly spaced over all of them in
 a fixed order, in a session of its own, and prints their outcomes instead of rewriting
-MUTATION.md: a quick check of the session itself, e.g. before and after changing it). cosmic-ray mutates files in place, so each of the N workers (default: one per
-core) is a cosmic-ray HTTP worker in its own copy of the tree; ``mutation_test`` makes the
-suite import ``sessionstate`` from that copy.
+MUTATION.md: a quick check of the session itself, e.g. before and after changing it).
+cosmic-ray mutates files in place, so each of the N workers (default: one per core) is a
+cosmic-ray HTTP worker in its own copy of the tree; ``mutation_test`` makes the suite import
+``sessionstate`` from that copy. The workers listen on 127.0.0.1 only (the rule in
+bench/loopback.py): each runs whatever job it is sent, unauthenticated.
+``--listen-on-all-interfaces`` binds them to every interface instead, for whoever means to
+expose them.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import loopback
 import tomllib
 
 HERE = Path(__file__).resolve().parent
@@ -217,27 +222,43 @@ def copy_tree(dest: Path) -> None:
 
 
 def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
+    with loopback.listen() as probe:
         return int(probe.getsockname()[1])
 
 
+def serve_worker(port: int, *, all_interfaces: bool = False) -> None:
+    """Serve as one cosmic-ray HTTP worker for the tree in the current directory, on
+    ``loopback.bind_host(all_interfaces)`` and ``port``.
+
+    ``cosmic-ray http-worker --port`` binds every interface and has no host option, and its
+    ``--path`` (a Unix socket) is out of reach: the HTTP distributor POSTs to its worker URLs
+    with aiohttp's default TCP connector. So this runs cosmic-ray's own worker app (its
+    mutate-and-test handler) with the host the project's rule gives."""
+    from aiohttp import web
+    from cosmic_ray.distribution.http import handle_mutate_and_test
+
+    app = web.Application()
+    app.add_routes([web.post("/", handle_mutate_and_test)])
+    web.run_app(app, host=loopback.bind_host(all_interfaces), port=port)
+
+
 @contextlib.contextmanager
-def http_workers(count: int) -> Iterator[list[str]]:
-    """Start ``count`` cosmic-ray HTTP workers, each in its own copy of the tree."""
+def http_workers(count: int, *, all_interfaces: bool = False) -> Iterator[list[str]]:
+    """Start ``count`` cosmic-ray HTTP workers (``serve_worker``), each in its own copy of the
+    tree, listening on 127.0.0.1 unless ``all_interfaces``; yields their URLs."""
     with tempfile.TemporaryDirectory(prefix="sessionstate-mutation-") as scratch:
         workers, urls = [], []
+        wide = [loopback.FLAG] if all_interfaces else []
         try:
             for index in range(count):
                 tree = Path(scratch) / f"worker{index}"
                 copy_tree(tree)
                 port = _free_port()
-                workers.append(
-                    subprocess.Popen(["cosmic-ray", "http-worker", "--port", str(port)], cwd=tree)
-                )
-                urls.append(f"http://127.0.0.1:{port}")
-            for url in urls:
-                _wait_for(url)
+                command = [sys.executable, str(HERE / "mutation.py"), "--worker-port", str(port)]
+                workers.append(subprocess.Popen([*command, *wide], cwd=tree))
+                urls.append(f"http://{loopback.LOOPBACK}:{port}")
+            for worker, url in zip(workers, urls, strict=True):
+                _wait_for(url, worker)
             yield urls
         finally:
             for worker in workers:
@@ -245,7 +266,7 @@ def http_workers(count: int) -> Iterator[list[str]]:
                 worker.wait()
 
 
-def _wait_for(url: str, seconds: float = 60.0) -> None:
+def _wait_for(url: str, worker: subprocess.Popen[bytes], seconds: float = 60.0) -> None:
     host, port = url.removeprefix("http://").split(":")
     deadline = time.monotonic() + seconds
     while True:
@@ -253,6 +274,9 @@ def _wait_for(url: str, seconds: float = 60.0) -> None:
             socket.create_connection((host, int(port)), timeout=1).close()
             return
         except OSError:
+            if worker.poll() is not None:
+                message = f"the worker for {url} exited with {worker.returncode}"
+                raise RuntimeError(message) from None
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
@@ -269,7 +293,14 @@ def http_config(urls: list[str], dest: Path) -> Path:
     return dest
 
 
-def run_session(session: Path, workers: int, *, fresh: bool, limit: int | None = None) -> float:
+def run_session(
+    session: Path,
+    workers: int,
+    *,
+    fresh: bool,
+    limit: int | None = None,
+    all_interfaces: bool = False,
+) -> float:
     """Initialise ``session`` when ``fresh``, then ``exec`` it; returns the minutes ``exec``
     took."""
     config = str(HERE / "cosmic-ray.toml")
@@ -284,7 +315,10 @@ def run_session(session: Path, workers: int, *, fresh: bool, limit: int | None =
     if workers <= 1:
         cosmic("exec", config, str(session))
     else:
-        with http_workers(workers) as urls, tempfile.TemporaryDirectory() as scratch:
+        with (
+            http_workers(workers, all_interfaces=all_interfaces) as urls,
+            tempfile.TemporaryDirectory() as scratch,
+        ):
             cosmic("exec", str(http_config(urls, Path(scratch) / "http.toml")), str(session))
     minutes = (time.monotonic() - started) / 60
     print(f"exec took {minutes:.1f} min with {workers} worker(s)")
@@ -301,7 +335,16 @@ def main() -> int:
         help="run only N mutants (evenly spaced, fixed order) in a session of their own and "
         "print their outcomes; MUTATION.md and the timing file are left alone",
     )  # fmt: skip
+    loopback.add_flag(parser)
+    parser.add_argument(
+        "--worker-port", type=int, metavar="PORT",
+        help="serve as one HTTP worker for the tree in the current directory (how the session "
+        "starts its workers)",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.worker_port is not None:
+        serve_worker(args.worker_port, all_interfaces=args.listen_on_all_interfaces)
+        return 0
     if args.limit is not None and (args.limit < 1 or args.reuse or args.report_only):
         parser.error("--limit takes N >= 1 and goes with neither --reuse nor --report-only")
     if args.report_only:
@@ -310,13 +353,18 @@ def main() -> int:
     if args.limit is not None:
         with tempfile.TemporaryDirectory(prefix="sessionstate-mutation-limit-") as scratch:
             session = Path(scratch) / "mutation.sqlite"
-            run_session(session, args.workers, fresh=True, limit=args.limit)
+            run_session(
+                session, args.workers, fresh=True, limit=args.limit,
+                all_interfaces=args.listen_on_all_interfaces,
+            )  # fmt: skip
             for mutant in mutants(session):
                 print(mutant["module"], mutant["operator"], mutant["occurrence"],
                       mutant["outcome"], sep="\t")  # fmt: skip
         return 0
     fresh = not (args.reuse and SESSION.exists())
-    minutes = run_session(SESSION, args.workers, fresh=fresh)
+    minutes = run_session(
+        SESSION, args.workers, fresh=fresh, all_interfaces=args.listen_on_all_interfaces
+    )
     timing = {"exec_minutes": round(minutes, 2), "workers": args.workers, "cpus": os.cpu_count()}
     TIMING.write_text(json.dumps(timing) + "\n", encoding="utf-8")
     write_report(mutants(), minutes)
