@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from .atomic import write_text_atomic
+
 SUBJECT_ENV = "SESSIONSTATE_SUBJECT"
 PROFILE_ENV = "SESSIONSTATE_PROFILE"
 CALL_TIMEOUT_ENV = "SESSIONSTATE_CALL_TIMEOUT"  # the same name as watchdog.TIMEOUT_ENV
@@ -116,6 +118,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(error)) from None
     call_timeout = _call_timeout(config)
     _RECORDS.clear()
+    _STOPPED.clear()
     config.stash[_STATE] = {
         "target": target,
         "profile": profile,
@@ -128,6 +131,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "selected": _selected_clauses(config),
         "facts": None,
         "call_timeout": call_timeout,
+        # Test id -> clauses, for every conformance test this process collected; an xdist
+        # controller collects none and only learns how many its workers did.
+        "collected": {},
+        "collected_count": None,
     }
     if _suite_requested(config):
         _hypothesis_for_the_suite(config, profile)
@@ -345,6 +352,7 @@ def pytest_collection_modifyitems(
         _apply_capabilities(item, ids, subject, known)
         _apply_hooks(item, ids, subject)
         _apply_expectations(item, ids, state["expectations"])
+    state["collected"] = {item.nodeid: item_clauses(item) for item in keep if item_clauses(item)}
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
@@ -387,6 +395,10 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     """The xdist controller runs no test: freeze once its workers have collected a
     conformance-only run (their items carry clause marks; here only ids are known, so
     it is judged by where they live)."""
+    config = getattr(node, "config", None)
+    if ids and config is not None and _STATE in config.stash:
+        state = _state(config)  # how many tests the run holds, for an interrupted run's report
+        state["collected_count"] = state["collected_count"] or len(ids)
     if ids and all(_SUITE_ID.search(nodeid) for nodeid in ids):
         _freeze_what_collection_made()
 
@@ -543,6 +555,63 @@ def _first_line_of_failure(report: pytest.TestReport) -> str:
     return text.strip().splitlines()[0] if text.strip() else "failed"
 
 
+#: Why the run was cut short (``pytest_keyboard_interrupt``): ``{"why": ...}``.
+_STOPPED: dict[str, str] = {}
+
+
+def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    """Tell Ctrl-C from the other ways pytest stops a run early (collection errors,
+    ``pytest.exit``, ``-x`` under xdist): they all end with exit status INTERRUPTED."""
+    error = excinfo.value
+    text = str(error)
+    if type(error) is KeyboardInterrupt or "keyboard-interrupt" in text:  # a worker's Ctrl-C
+        why = "interrupted"
+    elif isinstance(error, pytest.exit.Exception):
+        why = f"pytest.exit: {error.msg}"
+    elif "during collection" in text:
+        why = f"collection errors: {text}"
+    else:
+        why = text or type(error).__name__  # session.shouldstop: -x under xdist, --stepwise
+    _STOPPED["why"] = why
+
+
+#: How a cut-short run's report says why: ``interrupted`` (Ctrl-C) or these prefixes.
+_INTERRUPTIONS = ("interrupted", "collection errors", "pytest.exit", "internal error")
+
+
+def _how_it_ended(session: pytest.Session, exitstatus: int) -> dict[str, Any]:
+    """For ``results.report``: whether the run stopped before its last test and why
+    (``stopped``; ``interrupted`` unless it stopped at a failure as ``-x`` asks), how many
+    tests it held, and which clauses' tests did not all run (``None``: not known here)."""
+    state = _state(session.config)
+    why = _STOPPED.get("why")
+    if exitstatus == pytest.ExitCode.INTERNAL_ERROR:
+        why = "internal error"
+    elif exitstatus == pytest.ExitCode.INTERRUPTED:
+        why = why or "interrupted"
+    elif session.shouldfail or session.shouldstop:
+        why = str(session.shouldfail or session.shouldstop)  # -x, --maxfail
+    else:
+        why = None
+    collected: dict[str, list[str]] = state["collected"]
+    unfinished: list[str] | None = []
+    note = ""
+    if why is not None:
+        done = {record["nodeid"] for record in _RECORDS}
+        unfinished = None
+        if collected:
+            unfinished = sorted({c for n, cs in collected.items() if n not in done for c in cs})
+        note = "interrupted" if why == "interrupted" else f"the run stopped ({why})"
+        note += " before all its tests ran"
+    return {
+        "stopped": why,
+        "interrupted": why is not None and why.startswith(_INTERRUPTIONS),
+        "tests_collected": len(collected) if collected else state["collected_count"],
+        "unfinished": unfinished,
+        "unfinished_why": note,
+    }
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     state = _state(config)
@@ -550,6 +619,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if state["subject"] is not None:  # it collected conformance tests
             config.workeroutput["sessionstate"] = _facts(config)  # type: ignore[attr-defined]
         return
+    no_run = (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.NO_TESTS_COLLECTED)
+    if exitstatus in no_run or config.option.collectonly:
+        return  # no test ran, nor was one to: a report from an earlier run stays as it was
     path = config.getoption("--sessionstate-report-json")
     junit = config.getoption("--sessionstate-junitxml")
     if not (path or junit or _RECORDS):
@@ -564,6 +636,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "profile": state["profile"],
         "seed": state["seed"],
         "seconds": round(time.monotonic() - state["started"], 2),
+        **_how_it_ended(session, exitstatus),
         # When the run ended, in UTC: the matrix and the JUnit XML say how old a result is.
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
@@ -573,8 +646,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     )  # fmt: skip
     state["results"] = payload  # for the clause table in the terminal summary
     if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        write_text_atomic(path, json.dumps(payload, indent=2) + "\n")
     if junit:
         _write_junit(junit, payload)
 

@@ -3,14 +3,24 @@
 Exit status: 0 every MUST clause passed (SHOULD failures are warnings unless
 ``strict``); 1 a clause failed; 2 the suite was misused (bad target, capability,
 expectations file, clause id, profile); 3 no clause failed, but a MUST clause
-was not checked to the end (its tests stopped at an expected or SHOULD failure).
+was not checked to the end (its tests stopped at an expected or SHOULD failure, or the
+run stopped before they ran); 130 the run was interrupted (Ctrl-C): the reports it
+writes say ``"interrupted": true`` and ``"verdict": "incomplete"``.
+
+Everything that can be found wrong with the request is found before the first test:
+the target imports and its hooks answer (one call each, under the call deadline),
+every report path can be written, ``-n`` has pytest-xdist to run on. Reports are
+written whole or not at all (``atomic.write_text_atomic``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
+import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,10 +28,23 @@ from typing import Any
 from .clauses import all_clauses
 from .subject import UsageError
 
-__all__ = ["CheckOptions", "run_check"]
+__all__ = ["CheckOptions", "public_profiles", "run_check"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
+#: 128 + SIGINT, as a shell reports a command ended by Ctrl-C.
+EXIT_INTERRUPTED = 130
 DEFAULT_TARGET = "sessionstate.fixtures.reference_subject:subject"
+#: Profiles accepted by ``--profile`` but never offered in its help or its error:
+#: ``mutation`` is the bench's (``bench/mutation_test.py`` passes it to the plugin).
+INTERNAL_PROFILES = ("mutation",)
+#: What ``Subject.manager_factory`` must return: the methods every manager clause calls
+#: (SPEC KEY, LRU, STATS, LOCK-2). A missing one would fail every test with one AttributeError.
+MANAGER_METHODS = (
+    "get_or_create_session", "drop_session", "stats", "nbytes_by_device", "__len__",
+    "__contains__",
+)  # fmt: skip
+#: What ``Subject.buffer_factory()`` must return: the StateObject methods the suite calls.
+BUFFER_METHODS = ("append", "reset", "nbytes_by_device")
 
 
 @dataclass
@@ -40,15 +63,22 @@ class CheckOptions:
     pytest_args: list[str] = field(default_factory=list)
 
 
+def public_profiles() -> tuple[str, ...]:
+    """The profiles ``--profile`` offers (every one but ``INTERNAL_PROFILES``)."""
+    from .profiles import PROFILES
+
+    return tuple(p for p in PROFILES if p not in INTERNAL_PROFILES)
+
+
 def validate(options: CheckOptions) -> None:
     """Raise ``UsageError`` for anything wrong with the request, before any test runs."""
     from .expectations import parse_expectations
     from .profiles import PROFILES
-    from .subject import _did_you_mean, load_subject
+    from .subject import _did_you_mean
 
     if options.profile not in PROFILES:
         raise UsageError(
-            f"unknown profile {options.profile!r}; choose one of {', '.join(PROFILES)}"
+            f"unknown profile {options.profile!r}; choose one of {', '.join(public_profiles())}"
         )
     known = all_clauses()
     groups = {c.group for c in known.values()}
@@ -56,9 +86,175 @@ def validate(options: CheckOptions) -> None:
         if cid not in known and cid not in groups:
             hint = _did_you_mean(cid, [*known, *groups])
             raise UsageError(f"unknown clause or group {cid!r}{hint}; see 'sessionstate spec'")
-    _check_specs(load_subject(options.target))
+    _check_workers(options)
+    subject = load_target(options.target)
+    _check_specs(subject)
     if options.expectations:
         parse_expectations(options.expectations)
+    check_hooks(subject)
+    _check_report_paths(options)
+
+
+def _check_workers(options: CheckOptions) -> None:
+    workers = options.workers
+    if workers is None:
+        return
+    if not (workers.isdigit() or workers in ("auto", "logical")):
+        raise UsageError(f"-n: {workers!r} is not a number of processes (or 'auto')")
+    try:
+        import xdist  # noqa: F401
+    except ImportError:
+        raise UsageError(
+            f"-n {workers} needs pytest-xdist, which is not installed: pip install pytest-xdist"
+        ) from None
+
+
+def load_target(target: str) -> Any:
+    """``subject.load_subject``, with whatever the target's own code raises (a
+    ``SyntaxError`` in its module, a subject callable that fails) as a ``UsageError``
+    naming the exception and where it was raised."""
+    from .subject import load_subject
+
+    module_name = target.partition(":")[0]
+    try:
+        return load_subject(target)
+    except UsageError:
+        raise
+    except Exception as error:
+        if module_name not in sys.modules:  # a module that fails to import is not kept
+            raise UsageError(
+                f"cannot import module {module_name!r} of target {target!r}: "
+                f"{_describe(error)}{_raised_at(error)}"
+            ) from None
+        raise UsageError(
+            f"target {target!r} raised {_describe(error)}{_raised_at(error)} when called"
+        ) from None
+
+
+def _describe(error: BaseException) -> str:
+    """``Type: first line of the message``: one line, whatever the exception holds."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+
+
+def _raised_at(error: BaseException) -> str:
+    """`` (at file.py:LINE)`` for the innermost frame that raised ``error``, if any."""
+    if isinstance(error, SyntaxError):
+        return ""  # its message names the file and line already
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return ""
+    return f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})"
+
+
+def check_hooks(subject: Any) -> None:
+    """Call each hook of ``subject`` once, as the tests will, and check what it returns:
+    a hook that cannot work fails here in one line, not once per test.
+
+    ``manager_factory(max_sessions=2, byte_budget=None)`` must return an object with
+    ``MANAGER_METHODS``; ``buffer_factory()`` one with ``BUFFER_METHODS``;
+    ``accounting`` and ``config_resolver`` must be callable. Each call runs under the
+    call deadline (``watchdog.Watchdog``): a factory that never returns is an error too.
+    """
+    for name in ("accounting", "config_resolver", "manager_factory", "buffer_factory"):
+        hook = getattr(subject, name)
+        if hook is not None and not callable(hook):
+            raise UsageError(
+                f"subject {subject.name!r}: {name} is a {type(hook).__name__}, not callable"
+            )
+    if subject.manager_factory is not None:
+        call = "manager_factory(max_sessions=2, byte_budget=None)"
+        manager = _call_hook(
+            subject, call, lambda: subject.manager_factory(max_sessions=2, byte_budget=None)
+        )
+        _check_methods(subject, call, manager, MANAGER_METHODS)
+    if subject.buffer_factory is not None:
+        buffer = _call_hook(subject, "buffer_factory()", subject.buffer_factory)
+        _check_methods(subject, "buffer_factory()", buffer, BUFFER_METHODS)
+
+
+def _call_hook(subject: Any, call: str, hook: Callable[[], Any]) -> Any:
+    from .watchdog import TIMEOUT_ENV, Hang, Watchdog, deadline_from
+
+    try:
+        seconds = deadline_from(os.environ.get(TIMEOUT_ENV))
+    except ValueError as error:
+        raise UsageError(f"{TIMEOUT_ENV}: {error}") from None
+    try:
+        if seconds is None:
+            return hook()
+        with Watchdog(seconds):
+            return hook()
+    except Hang:
+        raise UsageError(
+            f"subject {subject.name!r}: {call} did not return within {seconds} s"
+        ) from None
+    except Exception as error:
+        raise UsageError(
+            f"subject {subject.name!r}: {call} raised {_describe(error)}{_raised_at(error)}"
+        ) from None
+
+
+def _check_methods(subject: Any, call: str, made: Any, methods: tuple[str, ...]) -> None:
+    kind = type(made)
+    missing = [m for m in methods if not callable(getattr(kind, m, None) or getattr(made, m, None))]
+    if missing:
+        raise UsageError(
+            f"subject {subject.name!r}: {call} returned a {kind.__name__}, which has no "
+            f"{', '.join(missing)}"
+        )
+
+
+def _check_report_paths(options: CheckOptions) -> None:
+    """Every report path names a file that can be written (its directories are made now),
+    no two reports share one, and none is an input of the run."""
+    reports = [
+        (option, path)
+        for option, path in (
+            ("--report-json", options.report_json),
+            ("--junitxml", options.junitxml),
+            ("--markdown", options.markdown),
+        )
+        if path
+    ]
+    inputs = {}
+    if options.expectations:
+        inputs[os.path.realpath(options.expectations)] = "the --expectations file"
+    module = sys.modules.get(options.target.partition(":")[0])
+    if getattr(module, "__file__", None):
+        inputs[os.path.realpath(module.__file__)] = "the target's module"  # type: ignore[union-attr,arg-type]
+    taken: dict[str, str] = {}
+    for option, path in reports:
+        real = os.path.realpath(path)
+        if real in taken:
+            raise UsageError(f"{taken[real]} and {option} both name {path!r}")
+        if real in inputs:
+            raise UsageError(f"{option} {path!r} is {inputs[real]}")
+        taken[real] = option
+    for option, path in reports:
+        _check_writable(option, path)
+
+
+def _check_writable(option: str, path: str) -> None:
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"{option} {path!r} is a directory")
+    parent = Path(os.path.realpath(target)).parent
+    for folder in (parent, *parent.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise UsageError(f"{option} {path!r}: {str(folder)!r} is not a directory")
+            break
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=parent, prefix=f".{target.name}.", suffix=".probe"):
+            pass
+    except OSError as error:
+        raise UsageError(
+            f"{option} {path!r}: cannot write in {str(parent)!r}: {error.strerror or error}"
+        ) from None
+    if target.exists() and not os.access(target, os.W_OK):
+        raise UsageError(f"{option} {path!r} exists and is not writable")
 
 
 def _check_specs(subject: Any) -> None:
@@ -109,34 +305,75 @@ def run_check(options: CheckOptions) -> int:
     """Run the suite as ``options`` say; print the summary; return the exit status."""
     import pytest
 
-    from .report import markdown, summary_lines
-
     try:
         validate(options)
     except UsageError as error:
         print(f"sessionstate check: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     with tempfile.TemporaryDirectory() as scratch:
-        json_path = options.report_json or str(Path(scratch) / "results.json")
-        status = pytest.main(pytest_arguments(options, json_path))
-        if status in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
-            print(f"sessionstate check: error: pytest exited with {status!r}", file=sys.stderr)
-            return EXIT_USAGE
-        if status == pytest.ExitCode.INTERRUPTED:
-            # Collection errors (or Ctrl-C): some clauses were never run, so
-            # no verdict can be given.
-            print("sessionstate check: error: the suite was interrupted before it ran "
-                  "(collection error?); see the output above", file=sys.stderr)  # fmt: skip
-            return EXIT_USAGE
-        if not Path(json_path).exists():
-            print(f"sessionstate check: error: the suite did not run ({status!r})", file=sys.stderr)
-            return EXIT_USAGE
-        results: dict[str, Any] = json.loads(Path(json_path).read_text(encoding="utf-8"))
-    print("\n".join(summary_lines(results)))
-    if options.markdown:
-        Path(options.markdown).write_text(markdown(results), encoding="utf-8")
+        # Always a fresh file: a report left at --report-json by an earlier run is never
+        # read back as this run's, and is replaced only once this run has results.
+        json_path = Path(scratch) / "results.json"
+        status = pytest.main(pytest_arguments(options, str(json_path)))
+        text = json_path.read_text(encoding="utf-8") if json_path.exists() else None
+    if status == pytest.ExitCode.NO_TESTS_COLLECTED:
+        return _error("no test was selected (see the pytest arguments after '--')")
+    if text is None:
+        if status == pytest.ExitCode.OK:  # --collect-only: the listing is the output
+            return EXIT_OK
+        if status == pytest.ExitCode.INTERRUPTED:  # before the session started
+            return _interrupted(None, options)
+        return _error(f"the suite did not run (pytest exited with {status!r}); see above")
+    results: dict[str, Any] = json.loads(text)
+    _write_reports(options, results, text)
+    _print_summary(options, results)
+    if status == pytest.ExitCode.INTERNAL_ERROR:
+        return _error("pytest stopped with an internal error; see above")
+    stopped = results.get("stopped") or ""
+    if results.get("interrupted"):
+        if stopped.startswith("collection"):
+            return _error(f"the suite could not be collected ({stopped}); see above")
+        if stopped != "interrupted":
+            return _error(f"the run was stopped: {stopped}")
+        return _interrupted(results, options)
     if options.strict and results["unmatched_expectations"]:
         return EXIT_FAILED
     return {"conformant": EXIT_OK, "incomplete": EXIT_INCOMPLETE}.get(
         results["verdict"], EXIT_FAILED
     )
+
+
+def _error(message: str) -> int:
+    print(f"sessionstate check: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _interrupted(results: dict[str, Any] | None, options: CheckOptions) -> int:
+    """One line: how far the run got, and what became of the reports."""
+    reports = [p for p in (options.report_json, options.junitxml, options.markdown) if p]
+    if results is None:
+        kept = f"; {', '.join(reports)} left as they were" if reports else ""
+        print(f"sessionstate check: interrupted before any test ran{kept}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    ran, collected = len({t["nodeid"] for t in results["tests"]}), results.get("tests_collected")
+    of = f" of {collected}" if collected is not None else ""
+    say = "says" if len(reports) == 1 else "say"
+    marked = f"; {', '.join(reports)} {say} incomplete" if reports else ""
+    print(f"sessionstate check: interrupted after {ran}{of} tests{marked}", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+def _write_reports(options: CheckOptions, results: dict[str, Any], text: str) -> None:
+    from .atomic import write_text_atomic
+    from .report import markdown
+
+    if options.report_json:
+        write_text_atomic(options.report_json, text)
+    if options.markdown:
+        write_text_atomic(options.markdown, markdown(results))
+
+
+def _print_summary(options: CheckOptions, results: dict[str, Any]) -> None:
+    from .report import summary_lines
+
+    print("\n".join(summary_lines(results)))

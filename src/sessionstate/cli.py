@@ -3,7 +3,8 @@
 ``check`` runs the conformance suite against a TARGET (default: the bundled
 reference); ``spec`` lists the clauses; ``explain`` prints one clause and the
 tests that check it; ``demo`` builds a reference manager and prints stats().
-Usage errors print one line and exit 2.
+Usage errors print one line and exit 2 (so does a bare ``sessionstate``, after the
+usage); Ctrl-C exits 130.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from . import __version__
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
 def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,7 +24,8 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "check",
         help="run the conformance suite against a subject",
         description="Run the conformance suite. Exit 0: every MUST clause passed; 1: a clause "
-        "failed; 2: usage error. Arguments after '--' go to pytest.",
+        "failed; 2: usage error; 3: a MUST clause was not checked to the end; 130: interrupted. "
+        "Arguments after '--' go to pytest.",
     )
     check.add_argument(
         "target",
@@ -34,7 +37,7 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     check.add_argument(
         "--profile",
         default="ci",
-        help="quick, ci (default), deep, triage (no shrinking) or mutation",
+        help="quick, ci (default), deep or triage (no shrinking)",
     )
     check.add_argument("--report-json", metavar="PATH", help="write the results as JSON")
     check.add_argument("--junitxml", metavar="PATH", help="write JUnit XML, a testcase per clause")
@@ -180,8 +183,17 @@ def _demo() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # outside a test run (pytest reports its own)
+        print("sessionstate: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     own, passthrough = _split_passthrough(sys.argv[1:] if argv is None else argv)
-    args = _build_parser().parse_args(own)
+    parser = _build_parser()
+    args = parser.parse_args(own)
     if args.command == "check":
         return _check(args, passthrough)
     if args.command == "spec":
@@ -194,8 +206,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _report(args.results, args.markdown, args.html)
     if args.command == "demo":
         return _demo()
-    _build_parser().print_help()
-    return 0
+    parser.print_usage(sys.stderr)
+    print("sessionstate: error: a command is required; 'sessionstate --help' lists them",
+          file=sys.stderr)  # fmt: skip
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":  # pragma: no cover
