@@ -94,6 +94,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"seconds any call into the subject may take before it fails LOCK-3 as a hang "
         f"(env {CALL_TIMEOUT_ENV}; default 5; 0: unbounded)",
     )
+    group.addoption(
+        "--sessionstate-reproduce",
+        metavar="TEST_ID",
+        default=None,
+        help="run only this test (test_lru.py::test_manager_machine: an id as the summary "
+        "prints it)",
+    )
+    group.addoption(
+        "--sessionstate-blob",
+        metavar="VERSION:BLOB",
+        default=None,
+        help="with --sessionstate-reproduce: replay this failing case, as "
+        "@reproduce_failure(VERSION, BLOB) on the test would",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -333,6 +347,7 @@ def pytest_collection_modifyitems(
     state = _state(config)
     known = all_clauses()
     wanted = config.getoption("--sessionstate-clause")
+    reproduce = config.getoption("--sessionstate-reproduce")
     selected_clauses = state["selected"]
     subject = None
     keep, dropped = [], []
@@ -344,6 +359,9 @@ def pytest_collection_modifyitems(
         for cid in ids:
             if cid not in known:
                 raise pytest.UsageError(f"{item.nodeid} names unknown clause {cid!r}")
+        if reproduce and _short_id(item.nodeid) != reproduce:
+            dropped.append(item)
+            continue
         if wanted and not set(ids) & set(selected_clauses):
             dropped.append(item)
             continue
@@ -353,6 +371,7 @@ def pytest_collection_modifyitems(
         _apply_hooks(item, ids, subject)
         _apply_expectations(item, ids, state["expectations"])
     state["collected"] = {item.nodeid: item_clauses(item) for item in keep if item_clauses(item)}
+    _arm_reproduction(config, state)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
@@ -360,6 +379,39 @@ def pytest_collection_modifyitems(
         _load_profile(state)
     if keep and all(item_clauses(item) for item in keep):
         _freeze_what_collection_made()
+
+
+def _short_id(nodeid: str) -> str:
+    from .reproduce import short_test_id
+
+    return short_test_id(nodeid)
+
+
+def _arm_reproduction(config: pytest.Config, state: dict[str, Any]) -> None:
+    """``--sessionstate-reproduce``: the one test kept is the selection, its clauses the
+    report's; ``--sessionstate-blob`` makes it replay that failing case."""
+    test_id = config.getoption("--sessionstate-reproduce")
+    blob = config.getoption("--sessionstate-blob")
+    if not test_id:
+        if blob:
+            raise pytest.UsageError("--sessionstate-blob needs --sessionstate-reproduce TEST_ID")
+        return
+    if not state["collected"]:
+        raise pytest.UsageError(
+            f"--sessionstate-reproduce: no test {test_id!r} in this selection (a test id as "
+            "the summary prints it, e.g. test_lru.py::test_manager_machine)"
+        )
+    from .clauses import all_clauses
+    from .reproduce import parse_blob
+
+    ran = {cid for clauses in state["collected"].values() for cid in clauses}
+    state["selected"] = [cid for cid in all_clauses() if cid in ran]
+    if blob:
+        try:
+            parse_blob(blob)
+        except ValueError as error:
+            raise pytest.UsageError(f"--sessionstate-blob: {error}") from None
+        state["replay"] = blob  # loaded with the profile (``_load_profile``)
 
 
 def _selected_clauses(config: pytest.Config) -> list[str]:
@@ -388,6 +440,13 @@ def _load_profile(state: dict[str, Any]) -> None:
     from .profiles import load_profile
 
     load_profile(state["profile"], seed=state["seed"])
+    if state.get("replay"):  # --sessionstate-blob: that one case, on top of the profile
+        from .reproduce import load_replay
+
+        try:
+            load_replay(state["replay"])
+        except ValueError as error:
+            raise pytest.UsageError(f"--sessionstate-blob: {error}") from None
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -486,8 +545,11 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    blob = _reproduce_hint(item, call)
     outcome = yield
     report = outcome.get_result()
+    if blob:
+        report.user_properties.append(("sessionstate_reproduce", blob))
     ids = item_clauses(item)
     if not ids:
         return
@@ -522,6 +584,25 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 _PROPERTIES = pytest.StashKey[list[tuple[str, str]]]()
 
 
+def _reproduce_hint(item: pytest.Item, call: pytest.CallInfo[None]) -> str:
+    """The failing case's ``VERSION:BLOB`` (``""``: none); Hypothesis' "add
+    @reproduce_failure to your test function" (a function in site-packages) becomes the
+    command that replays it (``reproduce``). Before the report is made, so its text says it."""
+    if call.excinfo is None or _STATE not in item.config.stash or not item_clauses(item):
+        return ""
+    from .reproduce import blob_from_notes, command
+
+    state = _state(item.config)
+
+    def line(blob: str) -> str:
+        return "Reproduce this failure alone: " + command(
+            state["target"], item.nodeid, blob, profile=state["profile"],
+            expectations=item.config.getoption("--sessionstate-expectations"),
+        )  # fmt: skip
+
+    return blob_from_notes(call.excinfo.value, line)
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     props = dict(report.user_properties)
     if "sessionstate_clauses" not in props:
@@ -542,6 +623,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             "failed_clauses": json.loads(props.get("sessionstate_failed_clauses", "[]")),
             "message": message,
             "seconds": round(report.duration, 4),
+            "reproduce": props.get("sessionstate_reproduce", ""),
         }
     )
 
@@ -594,6 +676,7 @@ def _how_it_ended(session: pytest.Session, exitstatus: int) -> dict[str, Any]:
     else:
         why = None
     collected: dict[str, list[str]] = state["collected"]
+    reproduce = session.config.getoption("--sessionstate-reproduce")
     unfinished: list[str] | None = []
     note = ""
     if why is not None:
@@ -603,6 +686,9 @@ def _how_it_ended(session: pytest.Session, exitstatus: int) -> dict[str, Any]:
             unfinished = sorted({c for n, cs in collected.items() if n not in done for c in cs})
         note = "interrupted" if why == "interrupted" else f"the run stopped ({why})"
         note += " before all its tests ran"
+    if reproduce:  # one test ran: its clauses' other tests did not
+        unfinished = None if unfinished is None else sorted({*unfinished, *state["selected"]})
+        note = note or f"only {reproduce} ran (--reproduce)"
     return {
         "stopped": why,
         "interrupted": why is not None and why.startswith(_INTERRUPTIONS),

@@ -28,7 +28,7 @@ from typing import Any
 from .clauses import all_clauses
 from .subject import UsageError
 
-__all__ = ["CheckOptions", "public_profiles", "run_check"]
+__all__ = ["CheckOptions", "public_profiles", "reproduce_command", "run_check"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 #: 128 + SIGINT, as a shell reports a command ended by Ctrl-C.
@@ -61,6 +61,10 @@ class CheckOptions:
     seed: int | None = None
     clauses: list[str] = field(default_factory=list)
     pytest_args: list[str] = field(default_factory=list)
+    #: Run only this test (an id as the summary prints it), replaying ``blob`` if given.
+    reproduce: str | None = None
+    #: ``HYPOTHESIS_VERSION:BASE64``, the failing case of ``reproduce``'s last run.
+    blob: str | None = None
 
 
 def public_profiles() -> tuple[str, ...]:
@@ -87,6 +91,7 @@ def validate(options: CheckOptions) -> None:
             hint = _did_you_mean(cid, [*known, *groups])
             raise UsageError(f"unknown clause or group {cid!r}{hint}; see 'sessionstate spec'")
     _check_workers(options)
+    _check_reproduce(options)
     subject = load_target(options.target)
     _check_specs(subject)
     if options.expectations:
@@ -101,12 +106,62 @@ def _check_workers(options: CheckOptions) -> None:
         return
     if not (workers.isdigit() or workers in ("auto", "logical")):
         raise UsageError(f"-n: {workers!r} is not a number of processes (or 'auto')")
+    if options.reproduce:
+        raise UsageError("--reproduce runs one test in one process: leave out -n")
     try:
         import xdist  # noqa: F401
     except ImportError:
         raise UsageError(
             f"-n {workers} needs pytest-xdist, which is not installed: pip install pytest-xdist"
         ) from None
+
+
+def _check_reproduce(options: CheckOptions) -> None:
+    if options.reproduce:
+        _check_test_id(options.reproduce)
+    if options.blob is None:
+        return
+    import hypothesis
+
+    if not options.reproduce:
+        raise UsageError("--blob replays a failing case of one test: name it with --reproduce")
+    from .reproduce import parse_blob
+
+    try:
+        version, _ = parse_blob(options.blob)
+    except ValueError as error:
+        raise UsageError(f"--blob {error} (copy it from the failure's reproduce line)") from None
+    if version != hypothesis.__version__:
+        raise UsageError(
+            f"--blob was made by Hypothesis {version}, but {hypothesis.__version__} is installed: "
+            "re-run the check for a blob of this version (or install that one)"
+        )
+
+
+def _check_test_id(test_id: str) -> None:
+    """``--reproduce``'s test names a module of the suite and a test function in it (its
+    parametrization is checked once collected)."""
+    import re
+
+    from .subject import _did_you_mean
+
+    suite = Path(__file__).resolve().parent / "suite"
+    module, sep, rest = test_id.partition("::")
+    files = sorted(p.name for p in suite.glob("test_*.py"))
+    if not sep or Path(module).name not in files:
+        hint = _did_you_mean(Path(module).name, files) if sep else ""
+        raise UsageError(
+            f"--reproduce {test_id!r} is not a test of the suite{hint}: give its id as the "
+            "summary prints it, e.g. test_lru.py::test_manager_machine"
+        )
+    function = rest.partition("[")[0].rpartition("::")[2]
+    source = (suite / Path(module).name).read_text(encoding="utf-8")
+    names = re.findall(r"^\s*def (test_\w+)", source, flags=re.MULTILINE)
+    if function not in names:
+        raise UsageError(
+            f"--reproduce: {Path(module).name} has no test {function!r}"
+            f"{_did_you_mean(function, names)}"
+        )
 
 
 def load_target(target: str) -> Any:
@@ -298,6 +353,10 @@ def pytest_arguments(options: CheckOptions, json_path: str) -> list[str]:
         # One testcase per clause, in a suite named after the subject; pytest's own
         # per-test file stays available as `-- --junitxml=PATH`.
         args += ["--sessionstate-junitxml", options.junitxml]
+    if options.reproduce:
+        args += ["--sessionstate-reproduce", options.reproduce]
+    if options.blob:
+        args += ["--sessionstate-blob", options.blob]
     return args + options.pytest_args
 
 
@@ -377,3 +436,27 @@ def _print_summary(options: CheckOptions, results: dict[str, Any]) -> None:
     from .report import summary_lines
 
     print("\n".join(summary_lines(results)))
+    failed = [t for t in results["tests"] if t["outcome"] == "failed"]
+    if options.blob and not failed:
+        print(f"reproduce: {options.reproduce} passed on that case (fixed, or another test's blob)")
+    if failed and not options.reproduce:
+        print("reproduce a failure (runs that test alone, replaying its failing case):")
+        for record in failed[:_REPRODUCE_LINES]:
+            print(f"  {reproduce_command(options, record)}")
+        if len(failed) > _REPRODUCE_LINES:
+            print(f"  ... and {len(failed) - _REPRODUCE_LINES} more: see the JSON report's tests")
+
+
+#: At most this many ready commands under the summary.
+_REPRODUCE_LINES = 10
+
+
+def reproduce_command(options: CheckOptions, record: dict[str, Any]) -> str:
+    """The ``sessionstate check`` command that re-runs ``record``'s test alone: with its
+    ``@reproduce_failure`` blob, the one failing case (``reproduce``)."""
+    from .reproduce import command
+
+    return command(
+        options.target, record["nodeid"], record.get("reproduce") or None,
+        profile=options.profile, expectations=options.expectations, seed=options.seed,
+    )  # fmt: skip

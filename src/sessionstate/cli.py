@@ -62,6 +62,17 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="ID",
         help="run only this clause or group (repeatable): LRU-3, ACCT",
     )
+    check.add_argument(
+        "--reproduce",
+        metavar="TEST_ID",
+        help="run only this test, e.g. test_lru.py::test_manager_machine (a failure's "
+        "summary prints the whole command)",
+    )
+    check.add_argument(
+        "--blob",
+        metavar="VERSION:BLOB",
+        help="with --reproduce: replay this failing case (Hypothesis' @reproduce_failure)",
+    )
     check.add_argument("--list-clauses", action="store_true", help="list the clauses and exit")
 
 
@@ -145,6 +156,7 @@ def _check(args: argparse.Namespace, passthrough: list[str]) -> int:
         report_json=args.report_json, junitxml=args.junitxml, markdown=args.markdown,
         expectations=args.expectations, strict=args.strict, exitfirst=args.exitfirst,
         workers=args.workers, seed=args.seed, clauses=args.clause, pytest_args=passthrough,
+        reproduce=args.reproduce, blob=args.blob,
     )  # fmt: skip
     return run_check(options)
 
