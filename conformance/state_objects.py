@@ -33,9 +33,11 @@ if TYPE_CHECKING:
 
     from .allocations import Allocation, Held
 
-__all__ = ["UNKNOWN_KEYWORD", "MemoryModel", "StateObjectSpec", "committed_view"]
+__all__ = ["RESIDENT_FROM", "UNKNOWN_KEYWORD", "MemoryModel", "StateObjectSpec", "committed_view"]
 
 UNKNOWN_KEYWORD = "not_a_sizing_parameter"
+#: When an object becomes resident: at allocate(), or at the first commit after it.
+RESIDENT_FROM = ("allocate", "commit")
 
 
 def committed_view(obj: Any) -> object:
@@ -59,6 +61,9 @@ class StateObjectSpec:
       tensors or NumPy arrays; containers are walked as in ACCT-8.
     * ``evictable=False`` for state that must never be evicted (``evict()``
       raises ``RuntimeError`` and the object stays resident, OBJ-6).
+    * ``resident_from="commit"`` for an encode-once object that is resident only
+      once something is committed after ``allocate()`` (Cosmos3's K/V: its adapter
+      rebuilds it until the first encode); the default is ``"allocate"`` (OBJ-1).
     * ``model()``, optional, returns a plain model of a new object (OBJ-9,
       ``object_models.ObjectModel``): every call goes to the model too, and the
       object must raise what it raises and show what it shows. Observed are
@@ -75,10 +80,16 @@ class StateObjectSpec:
     evictable: bool = True
     model: Callable[[], Any] | None = None
     observations: Mapping[str, Callable[[Any], object]] = field(default_factory=dict)
+    resident_from: str = "allocate"
 
     def __post_init__(self) -> None:
         from hypothesis.strategies import SearchStrategy
 
+        if self.resident_from not in RESIDENT_FROM:
+            raise UsageError(
+                f"StateObjectSpec {self.name!r}: resident_from must be one of "
+                f"{', '.join(map(repr, RESIDENT_FROM))}, got {self.resident_from!r}"
+            )
         if not isinstance(self.name, str) or not self.name:
             raise UsageError(f"StateObjectSpec.name must be a non-empty str, got {self.name!r}")
         for field_name in ("factory", "held"):

@@ -11,7 +11,7 @@ compared with the spec's own plain model, when it declares one (OBJ-9,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -30,7 +30,7 @@ from hypothesis.strategies import SearchStrategy
 
 from sessionstate.conformance import StateObjectSpec, UsageError
 from sessionstate.conformance.allocations import allocate, available_devices
-from sessionstate.conformance.checks import calling, check_bytes, check_equal
+from sessionstate.conformance.checks import ClauseFailure, calling, check_bytes, check_equal
 from sessionstate.conformance.object_models import ModelMirror, check_recomputable
 from sessionstate.conformance.plugin import load_configured_subject
 from sessionstate.conformance.state_objects import UNKNOWN_KEYWORD, MemoryModel
@@ -81,6 +81,15 @@ def spec_params(specs: Sequence[StateObjectSpec]) -> list[Any]:
     return params
 
 
+def for_each_spec(specs: Sequence[StateObjectSpec], run: Callable[[StateObjectSpec], None]) -> None:
+    """``run(spec)`` for every spec; a failure names the spec it was found on."""
+    for spec in specs:
+        try:
+            run(spec)
+        except ClauseFailure as failure:
+            raise ClauseFailure(failure.clause, f"spec {spec.name!r}: {failure}") from failure
+
+
 def test_state_object(subject: Any, spec: StateObjectSpec | None) -> None:
     """The object follows the StateObject contract through every sequence of its methods
     (tagged per spec by ``pytest_generate_tests``)."""
@@ -96,8 +105,7 @@ def test_evict_of_a_holding_object(subject: Any) -> None:
     specs = typed_specs(subject, "state_objects", StateObjectSpec)
     if not specs:
         pytest.skip(f"subject {subject.name!r} has no state_objects")
-    for spec in specs:
-        _evict_after_commit(subject, spec)
+    for_each_spec(specs, lambda spec: _evict_after_commit(subject, spec))
 
 
 def _evict_after_commit(subject: Any, spec: StateObjectSpec) -> None:
@@ -106,7 +114,7 @@ def _evict_after_commit(subject: Any, spec: StateObjectSpec) -> None:
         machine = StateObjectMachine(subject, spec)
         machine.allocate(data)
         machine._write("commit", data)
-        if machine.resident:
+        if machine.allocated:
             machine.evict()
 
     run()
@@ -120,8 +128,7 @@ def test_every_misuse_raises_type_error(subject: Any) -> None:
     specs = typed_specs(subject, "state_objects", StateObjectSpec)
     if not specs:
         pytest.skip(f"subject {subject.name!r} has no state_objects")
-    for spec in specs:
-        _every_misuse(subject, spec)
+    for_each_spec(specs, lambda spec: _every_misuse(subject, spec))
 
 
 def _every_misuse(subject: Any, spec: StateObjectSpec) -> None:
@@ -145,8 +152,7 @@ def test_a_run_of_writes_matches_the_model(subject: Any) -> None:
     specs = [s for s in typed_specs(subject, "state_objects", StateObjectSpec) if s.model]
     if not specs:
         pytest.skip(f"subject {subject.name!r} has no state_objects with a model")
-    for spec in specs:
-        run_writes_in_a_row(subject, spec)
+    for_each_spec(specs, lambda spec: run_writes_in_a_row(subject, spec))
 
 
 def run_writes_in_a_row(subject: Any, spec: StateObjectSpec) -> None:
@@ -194,7 +200,9 @@ class StateObjectMachine(RuleBasedStateMachine):
         self.payloads = spec.payload_strategy(self.tensors)
         self.aliases = _aliases(self)
         self.kwargs = spec.allocate_kwargs()
-        self.resident = False
+        self.allocated = False  # from allocate() until reset() or evict()
+        self.committed = False  # something committed since allocate()
+        self.raised: Exception | None = None  # what the last _call raised, if anything
         self.staged: object | None = None  # the payload of a stage() not yet discarded
         self.just_staged = False  # stage() was the last change: commit() must not refuse
         self.manager: Any = None
@@ -213,10 +221,14 @@ class StateObjectMachine(RuleBasedStateMachine):
 
     def held_allocations(self, clause: str = "OBJ-2") -> list[Allocation]:
         """The allocations behind ``held(obj)`` (none while not resident)."""
-        if not self.resident:
+        if not self.allocated:
             return []
-        with calling(clause, f"held({self.spec.name}) {self._when()}"):
+        try:
             value = self.spec.held(self.obj)
+        except Exception:
+            self._check_resident()  # a held() that raises on a non-resident object: say so
+            with calling(clause, f"held({self.spec.name}) {self._when()}"):
+                raise
         return self.memory.allocations_in(value)
 
     def _bytes(self, clause: str, seen: set[Any] | None = None) -> dict[str, int]:
@@ -226,7 +238,7 @@ class StateObjectMachine(RuleBasedStateMachine):
     def _snapshot(self, clause: str) -> _Snapshot:
         with calling(clause, f"resident {self._when()}"):
             resident = bool(self.obj.resident)
-        labels = tuple(a.label for a in self.held_allocations(clause)) if self.resident else None
+        labels = tuple(a.label for a in self.held_allocations(clause)) if self.allocated else None
         return _Snapshot(resident, self._bytes(clause), labels)
 
     def _check_unchanged(self, before: _Snapshot, clause: str) -> None:
@@ -261,6 +273,7 @@ class StateObjectMachine(RuleBasedStateMachine):
                 if self.mirror.raised is None and not refused:
                     raise
                 error, result = raised, None
+        self.raised = error
         if error is not None:
             self.last = f"{call}, raised {type(error).__name__}"
         if before is not None and isinstance(error, RuntimeError):
@@ -292,8 +305,9 @@ class StateObjectMachine(RuleBasedStateMachine):
 
     def _write(self, method: str, data: Any) -> None:
         payload, text = self._draw_payload(data)
-        self._call(f"{method}({text})", "OBJ-1", method, (payload,), refusable=not self.resident)
+        self._call(f"{method}({text})", "OBJ-1", method, (payload,), refusable=not self.allocated)
         self.just_staged = False
+        self.committed = self.committed or (self.allocated and self.raised is None)
 
     def _counts_staged(self, observed: dict[str, int]) -> bool:
         # Names the more specific clause: the bytes match held(obj) *plus* the
@@ -322,7 +336,7 @@ class StateObjectMachine(RuleBasedStateMachine):
     def allocate(self, data: Any) -> None:
         kwargs = data.draw(self.kwargs, label="kwargs")
         self._call(f"allocate({_keywords(kwargs)})", "OBJ-1", "allocate", (), kwargs)
-        self.resident, self.just_staged = True, False
+        self.allocated, self.committed, self.just_staged = True, False, False
         payloads = [a for a in self.held_allocations("OBJ-1") if self.memory.is_suites(a)]
         check_equal(payloads, [], "OBJ-1", "payload allocations held", self._when())
 
@@ -349,9 +363,10 @@ class StateObjectMachine(RuleBasedStateMachine):
             return
         # commit() may refuse (RuntimeError) before allocate() or with nothing
         # staged; right after stage() it must take the staged payload (OBJ-3).
-        must_take = self.resident and self.just_staged
+        must_take = self.allocated and self.just_staged
         clause = "OBJ-3" if must_take else "OBJ-1"
         self._call("commit()", clause, "commit", refusable=not must_take)
+        self.committed = self.committed or (self.allocated and self.raised is None)
         self.just_staged = False
 
     @rule(data=st.data())
@@ -379,15 +394,15 @@ class StateObjectMachine(RuleBasedStateMachine):
         before = self._snapshot("OBJ-1")
         kwargs = {} if include_staged is None else {"include_staged": include_staged}
         call = f"view({_keywords(kwargs)})"
-        self._call(call, "OBJ-1", "view", (), kwargs, refusable=not self.resident)
+        self._call(call, "OBJ-1", "view", (), kwargs, refusable=not self.allocated)
         self._check_unchanged(before, "OBJ-1")
 
     @rule()
     def reset(self) -> None:
         self._call("reset()", "OBJ-1", "reset")
-        self.resident, self.staged, self.just_staged = False, None, False
+        self.allocated, self.committed, self.staged, self.just_staged = False, False, None, False
 
-    @precondition(lambda self: self.resident)
+    @precondition(lambda self: self.allocated)
     @rule()
     def evict(self) -> None:
         if not self.spec.evictable:
@@ -400,7 +415,7 @@ class StateObjectMachine(RuleBasedStateMachine):
         held = sum(self.memory.expected(self.held_allocations()).values())
         freed = self._call("evict()", "OBJ-6", "evict")
         check_equal(freed, held, "OBJ-6", "evict()", f"with {held} bytes held")
-        self.resident, self.staged, self.just_staged = False, None, False
+        self.allocated, self.committed, self.staged, self.just_staged = False, False, None, False
         with calling("OBJ-6", "resident after evict()"):
             resident = self.obj.resident
         check_equal(resident, False, "OBJ-6", "resident", self._when())
@@ -437,7 +452,7 @@ class StateObjectMachine(RuleBasedStateMachine):
         call = self.last = f"session.get_or_create({name!r}, factory, {cls.__name__})"
         with calling("OBJ-8", call):
             got = self.session.get_or_create(name, factory, cls)
-        if self.resident:
+        if self.expects_resident:
             check_equal(len(made), 0, "OBJ-8", "factory() calls", "while the object is resident")
             check_equal(got is self.obj, True, "OBJ-8", f"{call} is the stored object")
             return
@@ -447,6 +462,7 @@ class StateObjectMachine(RuleBasedStateMachine):
             stored = self.session.get(name)
         check_equal(stored is got, True, "OBJ-8", f"session.get({name!r}) is the new object")
         self.obj, self.staged, self.just_staged = got, None, False
+        self.allocated = self.committed = False  # factory() returns an unallocated object
         self.mirror.renew()
 
     # -- invariants ---------------------------------------------------------------
@@ -459,18 +475,29 @@ class StateObjectMachine(RuleBasedStateMachine):
         self._check_bytes()
         self._check_seen()
         self._check_nbytes()
-        check_recomputable(self.obj, self.resident, self._when())  # OBJ-10
+        check_recomputable(self.obj, self.expects_resident, self._when())  # OBJ-10
         self.mirror.check_observations(self.obj, self._when())  # OBJ-9
 
     def _check_resident(self) -> None:
         with calling("OBJ-1", f"resident {self._when()}"):
             resident = self.obj.resident
-        check_equal(resident, self.resident, "OBJ-1", "resident", self._when())
+        when = self._when()
+        if self.spec.resident_from == "commit" and self.allocated:
+            when += ", with resident_from='commit'" + (
+                "" if self.committed else " and nothing committed"
+            )
+        check_equal(resident, self.expects_resident, "OBJ-1", "resident", when)
+
+    @property
+    def expects_resident(self) -> bool:
+        """Resident from allocate() (or, for ``resident_from="commit"``, from the first commit
+        after it) until reset() or evict() (OBJ-1)."""
+        return self.allocated and (self.spec.resident_from == "allocate" or self.committed)
 
     def _check_bytes(self) -> None:
         observed = self._bytes("OBJ-2")
         expected = self.memory.expected(self.held_allocations())
-        clause = "OBJ-2" if self.resident else "OBJ-1"
+        clause = "OBJ-2" if self.allocated else "OBJ-1"
         if _nonzero(observed) != _nonzero(expected) and self._counts_staged(observed):
             clause = "OBJ-3"
         check_bytes(observed, expected, clause, "nbytes_by_device(set())", self._when())

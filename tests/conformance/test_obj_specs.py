@@ -171,3 +171,69 @@ def test_reference_subject_passes_obj_in_its_own_process(tmp_path: Path) -> None
     clauses = json.loads(report.read_text(encoding="utf-8"))["clauses"]
     assert {cid: clauses[cid]["outcome"] for cid in OBJ_IDS} == dict.fromkeys(OBJ_IDS, "passed")
     assert len(clauses["OBJ-1"]["tests"]) == len(specs.REFERENCE_SPECS)
+
+
+class ResidentOnceEncoded(specs.EncodeOnceKV):
+    """An encode-once K/V that is resident only once its K/V are committed, as Cosmos3's is:
+    its adapter rebuilds it through get_or_create until the first encode."""
+
+    @property
+    def resident(self) -> bool:
+        return self._cache is not None and bool(self._cache["is_init"])
+
+
+class TestEncodeOnceLifecycle:
+    def _spec(self, resident_from: str) -> StateObjectSpec:
+        from dataclasses import replace
+
+        return replace(
+            specs.ENCODE_ONCE_KV,
+            name=f"ResidentOnceEncoded-{resident_from}",
+            factory=ResidentOnceEncoded,
+            resident_from=resident_from,
+            model=None,  # the model's residency is the reference object's
+        )
+
+    def test_declared_lifecycle_passes_every_other_clause(self) -> None:
+        """Declared resident_from='commit', OBJ-1..8 and OBJ-10 run to the end and pass."""
+        spec = self._spec("commit")
+        run_state_object_machine(Subject(name="encode-once", state_objects=[spec]), spec)
+
+    def test_undeclared_it_fails_obj_1_for_its_residency(self) -> None:
+        spec = self._spec("allocate")
+        with pytest.raises(ClauseFailure) as failure:
+            run_state_object_machine(Subject(name="encode-once", state_objects=[spec]), spec)
+        assert failure.value.clause == "OBJ-1"
+        assert "resident=False, but should be True" in str(failure.value)
+
+    def test_an_object_resident_at_allocate_fails_the_commit_lifecycle(self) -> None:
+        spec = replace_factory(self._spec("commit"), specs.EncodeOnceKV)
+        with pytest.raises(ClauseFailure) as failure:
+            run_state_object_machine(Subject(name="encode-once", state_objects=[spec]), spec)
+        assert failure.value.clause == "OBJ-1"
+        assert "resident_from='commit' and nothing committed" in str(failure.value)
+
+    def test_a_held_that_refuses_a_non_resident_object_reports_the_residency(self) -> None:
+        """The residency problem is named, not "held(...) raised"."""
+        from dataclasses import replace
+
+        def held(obj: ResidentOnceEncoded) -> object:
+            if not obj.resident:
+                raise RuntimeError("not resident")
+            return obj.view(include_staged=False)
+
+        spec = replace(self._spec("allocate"), held=held)
+        with pytest.raises(ClauseFailure) as failure:
+            run_state_object_machine(Subject(name="encode-once", state_objects=[spec]), spec)
+        assert failure.value.clause == "OBJ-1"
+        assert "resident=False, but should be True" in str(failure.value)
+
+    def test_an_unknown_lifecycle_is_a_usage_error(self) -> None:
+        with pytest.raises(UsageError, match="resident_from must be one of 'allocate', 'commit'"):
+            self._spec("first-forward")
+
+
+def replace_factory(spec: StateObjectSpec, factory: Any) -> StateObjectSpec:
+    from dataclasses import replace
+
+    return replace(spec, factory=factory)
