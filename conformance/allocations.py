@@ -50,6 +50,9 @@ __all__ = [
     "derivations",
     "expected_bytes",
     "is_simulated",
+    "left_out_devices",
+    "machine_devices",
+    "select_devices",
     "simulated_cuda_available",
 ]
 
@@ -406,14 +409,49 @@ def simulated_cuda_available() -> bool:
 
 
 @cache
-def available_devices() -> tuple[str, ...]:
-    """``cpu``, ``meta``, then real or simulated ``cuda:N`` devices."""
+def machine_devices() -> tuple[str, ...]:
+    """``cpu``, ``meta``, then real or simulated ``cuda:N`` devices: all this machine has."""
     devices = ["cpu", "meta"]
     if torch.cuda.is_available():
         devices += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
     elif simulated_cuda_available():
         devices += ["cuda:0", "cuda:1"]
     return tuple(devices)
+
+
+#: The devices a run allocates on, when narrowed (``select_devices``); None: all of them.
+_SELECTED: tuple[str, ...] | None = None
+
+
+def select_devices(names: Iterable[str] | None) -> None:
+    """Allocate only on ``names`` (``--devices``, ``Subject(devices=...)``); None: all.
+
+    For a subject that cannot run on some device (code that moves tensors with
+    ``.to(device)`` cannot take a simulated CUDA tensor). Called before the suite's
+    modules are imported: their strategies read ``available_devices()`` once.
+    ``cpu`` is always kept, since NumPy values live there. Raises ``ValueError``
+    naming an unknown device.
+    """
+    global _SELECTED
+    if names is None:
+        _SELECTED = None
+        return
+    wanted = list(dict.fromkeys(names))
+    known = machine_devices()
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise ValueError(f"unknown device {unknown[0]!r}; this machine has {', '.join(known)}")
+    _SELECTED = tuple(d for d in known if d in wanted or d == "cpu")
+
+
+def available_devices() -> tuple[str, ...]:
+    """The devices this run allocates on: ``machine_devices()``, or the selection."""
+    return machine_devices() if _SELECTED is None else _SELECTED
+
+
+def left_out_devices() -> tuple[str, ...]:
+    """The machine's devices the selection leaves out (named in the header and report)."""
+    return tuple(d for d in machine_devices() if d not in available_devices())
 
 
 def is_simulated(device: str) -> bool:

@@ -88,6 +88,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="SHOULD failures and unmatched expectations fail the run",
     )
     group.addoption(
+        "--sessionstate-devices",
+        metavar="LIST",
+        default=None,
+        help="allocate only on these devices, comma-separated (cpu is always kept), e.g. "
+        "cpu,meta for code that cannot take a simulated CUDA tensor; wins over Subject.devices",
+    )
+    group.addoption(
         "--sessionstate-call-timeout",
         metavar="SECONDS",
         default=None,
@@ -183,6 +190,28 @@ def _call_timeout(config: pytest.Config) -> float | None:
 
 def _state(config: pytest.Config) -> dict[str, Any]:
     return config.stash[_STATE]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    """Narrow the devices before the suite's modules are imported: their strategies read
+    ``available_devices()`` once, at import. ``--sessionstate-devices`` wins over
+    ``Subject.devices``; an xdist controller allocates nothing and loads no subject."""
+    config = session.config
+    if not _suite_requested(config) or _is_xdist_controller(config):
+        return
+    from .allocations import select_devices
+
+    option = config.getoption("--sessionstate-devices")
+    names = [n.strip() for n in option.split(",") if n.strip()] if option else None
+    source = "--sessionstate-devices"
+    if names is None:
+        subject = load_configured_subject(config)
+        names, source = subject.devices, f"subject {subject.name!r}: devices"
+    try:
+        select_devices(names)
+    except ValueError as error:
+        raise pytest.UsageError(f"{source}: {error}") from None
 
 
 def load_configured_subject(config: pytest.Config) -> Any:

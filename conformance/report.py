@@ -31,7 +31,12 @@ def _header(results: dict[str, Any]) -> list[str]:
         f"suite: sessionstate {results['suite_version']}, profile {results['profile']}"
         + (f", seed {results['seed']}" if results.get("seed") is not None else ""),
         f"torch {env['torch']}, numpy {env['numpy']}, hypothesis {env['hypothesis']}",
-        f"devices: {devices}",
+        f"devices: {devices}"
+        + (
+            f" (left out: {', '.join(env['devices_left_out'])})"
+            if env.get("devices_left_out")
+            else ""
+        ),
         f"capabilities: {', '.join(results['capabilities']) or '(none)'}",
     ]
 

@@ -65,6 +65,8 @@ class CheckOptions:
     reproduce: str | None = None
     #: ``HYPOTHESIS_VERSION:BASE64``, the failing case of ``reproduce``'s last run.
     blob: str | None = None
+    #: Allocate only on these devices (``cpu`` always kept); None: Subject.devices, or all.
+    devices: list[str] | None = None
 
 
 def public_profiles() -> tuple[str, ...]:
@@ -90,6 +92,15 @@ def validate(options: CheckOptions) -> None:
         if cid not in known and cid not in groups:
             hint = _did_you_mean(cid, [*known, *groups])
             raise UsageError(f"unknown clause or group {cid!r}{hint}; see 'sessionstate spec'")
+    if options.devices:
+        from .allocations import machine_devices
+
+        unknown = [d for d in options.devices if d not in machine_devices()]
+        if unknown:
+            raise UsageError(
+                f"--devices: unknown device {unknown[0]!r}; this machine has "
+                f"{', '.join(machine_devices())}"
+            )
     _check_workers(options)
     _check_reproduce(options)
     subject = load_target(options.target)
@@ -353,6 +364,8 @@ def pytest_arguments(options: CheckOptions, json_path: str) -> list[str]:
         # One testcase per clause, in a suite named after the subject; pytest's own
         # per-test file stays available as `-- --junitxml=PATH`.
         args += ["--sessionstate-junitxml", options.junitxml]
+    if options.devices:
+        args += ["--sessionstate-devices", ",".join(options.devices)]
     if options.reproduce:
         args += ["--sessionstate-reproduce", options.reproduce]
     if options.blob:

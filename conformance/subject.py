@@ -46,6 +46,10 @@ class Subject:
       buffer counting through ``accounting`` (no reference object ever enters
       the subject's sessions).
     * ``capabilities``: declared optional features, from ``CAPABILITIES``.
+    * ``devices``: the devices to allocate on (``cpu`` is always kept), e.g.
+      ``("cpu", "meta")`` for code that cannot take a simulated CUDA tensor;
+      ``None``: every device the machine has. ``--devices`` wins over it. The
+      devices left out are named in the report header and the JSON results.
     * ``state_objects`` and ``adapters``: specs for custom StateObjects and
       model adapters (the OBJ and ADAPT groups).
     """
@@ -56,6 +60,7 @@ class Subject:
     accounting: Callable[[object, set[Any]], dict[str, int]] | None = None
     buffer_factory: Callable[[], Any] | None = None
     capabilities: frozenset[str] = frozenset()
+    devices: Sequence[str] | None = None
     state_objects: Sequence[Any] = ()
     adapters: Sequence[Any] = ()
     version: str = ""

@@ -30,7 +30,7 @@ def environment() -> dict[str, Any]:
     import numpy
     import torch
 
-    from .allocations import available_devices, is_simulated
+    from .allocations import available_devices, is_simulated, left_out_devices
 
     return {
         # str(): torch's is a TorchVersion, which xdist's channel cannot send.
@@ -38,6 +38,8 @@ def environment() -> dict[str, Any]:
         "numpy": str(numpy.__version__),
         "hypothesis": str(hypothesis.__version__),
         "devices": [{"name": d, "simulated": is_simulated(d)} for d in available_devices()],
+        # Devices this machine has that the run was told not to use (--devices).
+        "devices_left_out": list(left_out_devices()),
     }
 
 
@@ -54,7 +56,7 @@ def header_lines(
         _profile_line(profile, seed),
         f"  torch {environment['torch']}, numpy {environment['numpy']}, "
         f"hypothesis {environment['hypothesis']}",
-        f"  devices: {devices}",
+        f"  devices: {devices}" + _left_out(environment),
         f"  capabilities: {', '.join(facts['capabilities']) or '(none)'}",
         env_line,
     ]
@@ -75,6 +77,11 @@ def controller_header_lines(
         f"  {versions}",
         env_line,
     ]
+
+
+def _left_out(environment: dict[str, Any]) -> str:
+    left_out = environment.get("devices_left_out") or []
+    return f" (left out: {', '.join(left_out)})" if left_out else ""
 
 
 def _profile_line(profile: str, seed: int | None) -> str:

@@ -63,6 +63,13 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="run only this clause or group (repeatable): LRU-3, ACCT",
     )
     check.add_argument(
+        "--devices",
+        metavar="LIST",
+        type=lambda text: [name.strip() for name in text.split(",") if name.strip()],
+        help="allocate only on these devices, comma-separated, e.g. cpu,meta (cpu is always "
+        "kept); the devices left out are named in the header and the report",
+    )
+    check.add_argument(
         "--reproduce",
         metavar="TEST_ID",
         help="run only this test, e.g. test_lru.py::test_manager_machine (a failure's "
@@ -156,7 +163,7 @@ def _check(args: argparse.Namespace, passthrough: list[str]) -> int:
         report_json=args.report_json, junitxml=args.junitxml, markdown=args.markdown,
         expectations=args.expectations, strict=args.strict, exitfirst=args.exitfirst,
         workers=args.workers, seed=args.seed, clauses=args.clause, pytest_args=passthrough,
-        reproduce=args.reproduce, blob=args.blob,
+        reproduce=args.reproduce, blob=args.blob, devices=args.devices,
     )  # fmt: skip
     return run_check(options)
 
