@@ -12,15 +12,12 @@ FakeCuda = Callable[[int, str], torch.Tensor]
 
 @pytest.fixture
 def fake_cuda() -> FakeCuda:
-    """A factory of FakeTensors that report a CUDA device over a meta storage.
-
-    They allocate nothing, so device naming can be tested without a GPU
-    (built the way ``sessionstate.conformance.allocations`` builds them).
-    """
-    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+    """A factory of simulated CUDA tensors: host memory reporting a ``cuda:N`` device, with
+    distinct addresses and shared storages for views, as a real allocator gives
+    (``sessionstate.conformance.allocations``), so device naming is tested without a GPU."""
+    from sessionstate.conformance.allocations import allocate
 
     def make(numel: int, device: str) -> torch.Tensor:
-        meta = torch.empty(numel, device="meta")
-        return FakeTensor(FakeTensorMode(allow_non_fake_inputs=True), meta, torch.device(device))
+        return allocate(device, (numel,)).value
 
     return make
