@@ -23,8 +23,10 @@ def install(session: nox.Session, extras: str = "test") -> None:
 def tests(session: nox.Session) -> None:
     """The project's own tests (reference unit tests, suite self-tests), in parallel."""
     install(session)
-    # Exit 5 ("no tests collected") must not turn CI red on a narrowed run.
-    session.run("pytest", "-n", "auto", *session.posargs, success_codes=[0, 5])
+    # Exit 5 ("no tests collected") fails the session, as CI requires: a run that
+    # collects nothing has checked nothing. A narrowed run that may select nothing
+    # says so itself (`nox -s tests -- -k ...`).
+    session.run("pytest", "-n", "auto", *session.posargs)
 
 
 @nox.session
