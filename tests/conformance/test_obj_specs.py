@@ -237,3 +237,12 @@ def replace_factory(spec: StateObjectSpec, factory: Any) -> StateObjectSpec:
     from dataclasses import replace
 
     return replace(spec, factory=factory)
+
+
+def test_a_per_spec_loop_failure_names_its_spec() -> None:
+    """The OBJ-6/7/9 tests loop over a subject's specs; a failure says which one."""
+    subject = _zoo("obj_allocate_positional").subject
+    with pytest.raises(ClauseFailure) as failure:
+        obj_suite.test_every_misuse_raises_type_error(subject)
+    assert failure.value.clause == "OBJ-7"
+    assert str(failure.value).startswith("spec 'PositionalMaxlen': ")
