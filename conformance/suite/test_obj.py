@@ -365,8 +365,10 @@ class StateObjectMachine(RuleBasedStateMachine):
         # staged; right after stage() it must take the staged payload (OBJ-3).
         must_take = self.allocated and self.just_staged
         clause = "OBJ-3" if must_take else "OBJ-1"
+        staged = self.staged is not None
         self._call("commit()", clause, "commit", refusable=not must_take)
-        self.committed = self.committed or (self.allocated and self.raised is None)
+        # With nothing staged, commit() commits nothing, whether it refuses or not.
+        self.committed = self.committed or (self.allocated and staged and self.raised is None)
         self.just_staged = False
 
     @rule(data=st.data())
