@@ -348,6 +348,13 @@ SPARSE_CASES = [
     Case("sparse-coo", _COO, ("s",), ({"cpu": 60},)),
     Case("sparse-csr", _CSR, ("s",), ({"cpu": 68},)),
     Case("sparse-csc", _CSC, ("{'k': [s]}",), ({"cpu": 76},)),
+    # A jagged nested tensor: a storage whose address torch will not give (5 floats).
+    Case(
+        "jagged-nested",
+        "n = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)], layout=torch.jagged)",
+        ("[n, {'again': n}]",),
+        ({"cpu": 20},),
+    ),
 ]
 CYCLE_CASES = [
     Case("self-list", _T5 + "a = [t]; a.append(a)", ("a",), ({"cpu": 20},)),
