@@ -21,6 +21,7 @@ __all__ = [
     "check_equal",
     "clauses_of",
     "focused_on",
+    "nonzero",
     "per_clause",
 ]
 
@@ -48,8 +49,9 @@ def check_equal(observed: object, expected: object, clause: str, what: str, when
         _fail(clause, f"{what}={observed!r}, but should be {expected!r} [{clause}{where}]")
 
 
-def _nonzero(by_device: Mapping[str, int]) -> dict[str, int]:
-    # A device with zero bytes may be present or absent (SPEC ACCT, free).
+def nonzero(by_device: Mapping[str, int]) -> dict[str, int]:
+    """``by_device`` without its zero devices: a device with zero bytes may be present or
+    absent (SPEC ACCT), so byte dicts are compared this way."""
     return {device: n for device, n in sorted(by_device.items()) if n}
 
 
@@ -63,10 +65,10 @@ def check_bytes(
     look for.
     """
     __tracebackhide__ = True
-    if _nonzero(observed) != _nonzero(expected):
+    if nonzero(observed) != nonzero(expected):
         where = f": {when}" if when else ""
         shown = dict(observed) if isinstance(observed, Mapping) else observed
-        _fail(clause, f"{what}={shown!r}, but should be {_nonzero(expected)!r} [{clause}{where}]")
+        _fail(clause, f"{what}={shown!r}, but should be {nonzero(expected)!r} [{clause}{where}]")
 
 
 def clauses_of(error: BaseException) -> Iterable[str]:

@@ -22,6 +22,7 @@ from typing import Any
 from .applicability import NOT_APPLICABLE, NOT_CHECKED
 from .clauses import all_clauses
 from .expectations import Expectation
+from .reproduce import short_test_id
 
 __all__ = ["ClauseResult", "TestRecord", "aggregate", "mark_unfinished", "report", "verdict"]
 
@@ -122,14 +123,14 @@ def _clause_result(
         record = first("unchecked")
         result.outcome = "unchecked"
         result.message = (
-            f"not checked to the end: {_short(record.nodeid)} stopped at "
+            f"not checked to the end: {short_test_id(record.nodeid)} stopped at "
             f"{', '.join(record.failed_clauses)}'s failure"
         )
     elif kinds & {"not-checked", "not-applicable"}:
         record = first("not-checked", "not-applicable")
         result.outcome = "unchecked"
         reason = record.message.removeprefix("Skipped: ")
-        result.message = f"not checked to the end: {_short(record.nodeid)}: {reason}"
+        result.message = f"not checked to the end: {short_test_id(record.nodeid)}: {reason}"
     else:
         result.outcome = "xfailed" if "xfailed" in kinds else "passed"
     if entry and result.outcome in ("failed", "error"):
@@ -138,10 +139,6 @@ def _clause_result(
     elif entry and entry.kind == "skip":
         result.outcome, result.message = "skipped", f"expected: {entry.reason}"
     return result
-
-
-def _short(nodeid: str) -> str:
-    return nodeid.rpartition("/")[2]
 
 
 def mark_unfinished(

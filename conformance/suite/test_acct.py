@@ -35,6 +35,7 @@ from sessionstate.conformance.checks import (
     check_bytes,
     check_equal,
     focused_on,
+    nonzero,
     per_clause,
 )
 from sessionstate.conformance.composed_bytes import check_composed_bytes
@@ -49,11 +50,6 @@ from sessionstate.conformance.strategies import (
     session_contents,
     values_from,
 )
-
-
-def _nonzero(by_device: dict[str, int]) -> dict[str, int]:
-    return {device: n for device, n in by_device.items() if n}
-
 
 # A test that blames a more specific clause must be tagged with it too: a
 # failure counts only against the clauses its test is tagged with.
@@ -71,7 +67,7 @@ def _blame(accounting: Any, helds: list[Held], clause: str) -> str:
     """
     try:
         for held in helds:
-            alone = _nonzero(accounting(held.value, set()))
+            alone = nonzero(accounting(held.value, set()))
             if alone != expected_bytes([held]):
                 if isinstance(held.value, np.ndarray):
                     return "ACCT-6"
@@ -80,12 +76,12 @@ def _blame(accounting: Any, helds: list[Held], clause: str) -> str:
         for held in helds:
             by_allocation.setdefault(id(held.allocation), []).append(held)
         for views in by_allocation.values():
-            observed = _nonzero(accounting([h.value for h in views], set()))
+            observed = nonzero(accounting([h.value for h in views], set()))
             if observed != expected_bytes(views) and not isinstance(views[0].value, np.ndarray):
                 return "ACCT-2"
         roots = [views[0] for views in by_allocation.values()]
         together = [h.allocation.root for h in roots]
-        if _nonzero(accounting(together, set())) != expected_bytes(roots):
+        if nonzero(accounting(together, set())) != expected_bytes(roots):
             return "ACCT-3"
     except Exception:
         return clause
@@ -103,7 +99,7 @@ def _expect(
 ) -> None:
     """Check ``observed``; on a mismatch, blame by the values ``involved`` (default ``helds``)."""
     __tracebackhide__ = True
-    if _nonzero(observed) != _nonzero(expected):
+    if nonzero(observed) != nonzero(expected):
         clause = _blame(accounting, involved or helds, clause)
     check_bytes(observed, expected, clause, call, definitions(involved or helds))
 
@@ -137,7 +133,7 @@ def test_tensor_counts_its_whole_storage(subject: Any, focus: str) -> None:
         call = f"device_bytes({held!r}, set())"
         observed = count(accounting, held.value, set(), "ACCT-1", call)
         expected = expected_bytes([held])
-        clause = "ACCT-4" if set(_nonzero(observed)) != set(expected) else "ACCT-1"
+        clause = "ACCT-4" if set(nonzero(observed)) != set(expected) else "ACCT-1"
         check_bytes(observed, expected, clause, call, definitions([held]))
 
     with focused_on(focus):

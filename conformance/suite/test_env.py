@@ -13,7 +13,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from sessionstate.conformance.checks import check, check_equal, focused_on
+from sessionstate.conformance.checks import check, check_equal, focused_on, per_clause
 
 ENABLE = "OMNI_DIFFUSION_SESSION_STATE_MANAGER"
 MAX = "OMNI_DIFFUSION_SESSION_STATE_MANAGER_MAX_SESSIONS"
@@ -91,9 +91,7 @@ def _call(env_enable: str | None, env_max: str | None, enable: Any, max_sessions
 ORACLE_CLAUSES = ("ENV-1", "ENV-2", "ENV-3", "ENV-4", "ENV-5", "ENV-6")
 
 
-@pytest.mark.parametrize(
-    "focus", [pytest.param(c, marks=pytest.mark.clause(c), id=c) for c in ORACLE_CLAUSES]
-)
+@per_clause(*ORACLE_CLAUSES)
 def test_resolution_matches_oracle(
     subject: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, focus: str
 ) -> None:

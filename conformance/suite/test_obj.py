@@ -30,7 +30,13 @@ from hypothesis.strategies import SearchStrategy
 
 from sessionstate.conformance import StateObjectSpec, UsageError
 from sessionstate.conformance.allocations import allocate, available_devices
-from sessionstate.conformance.checks import ClauseFailure, calling, check_bytes, check_equal
+from sessionstate.conformance.checks import (
+    ClauseFailure,
+    calling,
+    check_bytes,
+    check_equal,
+    nonzero,
+)
 from sessionstate.conformance.object_models import ModelMirror, check_recomputable
 from sessionstate.conformance.plugin import load_configured_subject
 from sessionstate.conformance.state_objects import UNKNOWN_KEYWORD, MemoryModel
@@ -315,7 +321,7 @@ class StateObjectMachine(RuleBasedStateMachine):
         if self.staged is None:
             return False
         staged = self.memory.allocations_in(self.staged)
-        return _nonzero(observed) == _nonzero(
+        return nonzero(observed) == nonzero(
             self.memory.expected([*self.held_allocations(), *staged])
         )
 
@@ -500,7 +506,7 @@ class StateObjectMachine(RuleBasedStateMachine):
         observed = self._bytes("OBJ-2")
         expected = self.memory.expected(self.held_allocations())
         clause = "OBJ-2" if self.allocated else "OBJ-1"
-        if _nonzero(observed) != _nonzero(expected) and self._counts_staged(observed):
+        if nonzero(observed) != nonzero(expected) and self._counts_staged(observed):
             clause = "OBJ-3"
         check_bytes(observed, expected, clause, "nbytes_by_device(set())", self._when())
 
@@ -558,10 +564,6 @@ def _aliases(draw: Any, machine: StateObjectMachine) -> list[Any]:
         machine.memory.view(draw, roots) if roots and draw(st.booleans()) else draw(machine.tensors)
         for _ in range(draw(st.integers(1, 3)))
     ]
-
-
-def _nonzero(by_device: Mapping[str, int]) -> dict[str, int]:
-    return {device: n for device, n in by_device.items() if n}
 
 
 def _keywords(kwargs: Mapping[str, object], args: Args = ()) -> str:
