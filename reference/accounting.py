@@ -77,7 +77,8 @@ class _Walk:
         self.seen = seen
         self.totals = totals
         self.entered: set[int] = set()
-        self._spans: _HostSpans | None = None
+        # The address ranges this seen keeps, once it keeps any (``spans()``).
+        self._spans: _HostSpans | None = _HostSpans.find(seen)
 
     def visit(self, value: object) -> None:
         if isinstance(value, torch.Tensor):
@@ -133,29 +134,28 @@ class _Walk:
         seen = self.seen
         if storage in seen:
             return
-        seen.add(storage)  # also pins it: its address cannot be reused while seen lives
         nbytes = storage.nbytes()
         device = str(tensor.device)
-        if nbytes and device != "meta":
+        if nbytes and (self._spans is not None or not storage.resizable()) and device != "meta":
             # Memory, not storage objects, is what is counted: two storages over one
             # allocation (torch.from_numpy of an array, torch.from_dlpack of a tensor,
             # a storage torch only borrows) are one range of addresses. Live
             # allocations never overlap on a device, so the union of the ranges is
-            # exact. Meta storages have no memory and all sit at address 0: identity.
-            try:
-                start = storage.data_ptr()
-            except RuntimeError:  # no address to give (a jagged nested tensor's): identity
-                start = None
+            # exact. Only memory torch did not allocate can be shared that way, so
+            # ranges are kept from the first such storage (or NumPy array) a seen
+            # meets; until then storage identity is the same count, and cheaper.
+            start = _address(storage)
             if start is not None:
                 nbytes = self.spans().cover(device, start, nbytes)
+        # Meta storages have no memory and all sit at address 0: told apart by identity.
+        seen.add(storage)  # also pins it: its address cannot be reused while seen lives
         totals = self.totals
         totals[device] = totals.get(device, 0) + nbytes
 
     def spans(self) -> _HostSpans:
-        spans = self._spans
-        if spans is None:
-            spans = self._spans = _HostSpans.of(self.seen)
-        return spans
+        if self._spans is None:
+            self._spans = _HostSpans.of(self.seen)
+        return self._spans
 
     def array(self, array: np.ndarray) -> None:
         owner = array
@@ -173,6 +173,15 @@ class _Walk:
         # address could be reused by a new array that would then count 0.
         spans.owners.append(owner)
         self.add("cpu", spans.cover("cpu", start, owner.nbytes))
+
+
+def _address(storage: torch.UntypedStorage) -> int | None:
+    """Where ``storage``'s memory starts; None where torch gives no address (the storage
+    of a jagged nested tensor), which is then told apart by identity."""
+    try:
+        return int(storage.data_ptr())
+    except RuntimeError:
+        return None
 
 
 def _sparse_components(tensor: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -209,10 +218,23 @@ class _HostSpans:
         self.owners: list[np.ndarray] = []  # NumPy owners counted, kept alive
 
     @classmethod
-    def of(cls, seen: SeenStorages) -> _HostSpans:
+    def find(cls, seen: SeenStorages) -> _HostSpans | None:
+        """The ranges ``seen`` keeps, if it keeps any yet."""
         spans = cls._by_seen.get(id(seen))
-        if spans is None or spans not in seen:
+        return spans if spans is not None and spans in seen else None
+
+    @classmethod
+    def of(cls, seen: SeenStorages) -> _HostSpans:
+        """The ranges ``seen`` keeps, made on first use from the storages it already
+        counted by identity, so that memory counted before counts once after too."""
+        spans = cls.find(seen)
+        if spans is None:
             spans = cls()
+            for item in list(seen):
+                if isinstance(item, torch.UntypedStorage):
+                    device, start = str(item.device), _address(item)
+                    if item.nbytes() and device != "meta" and start is not None:
+                        spans.cover(device, start, item.nbytes())
             seen.add(spans)
             cls._by_seen[id(seen)] = spans
         return spans
