@@ -14,10 +14,12 @@ from .subject import CAPABILITIES, Subject, UsageError, load_subject
 
 if TYPE_CHECKING:
     from .adapters import AdapterSpec, Op
+    from .object_models import ObjectModel
 
 __all__ = [
     "CAPABILITIES",
     "AdapterSpec",
+    "ObjectModel",
     "Op",
     "StateObjectSpec",
     "Subject",
@@ -33,4 +35,8 @@ def __getattr__(name: str) -> Any:
         from . import adapters
 
         return getattr(adapters, name)
+    if name == "ObjectModel":
+        from .object_models import ObjectModel
+
+        return ObjectModel
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
