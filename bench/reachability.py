@@ -21,9 +21,9 @@ from typing import Any
 
 from hypothesis.stateful import invariant, run_state_machine_as_test
 
-from sessionstate.conformance.machine import ContentsMachine, CrowdedMachine
-from sessionstate.conformance.model import SessionModel
-from sessionstate.conformance.profiles import load_profile
+from sessionstate.conformance._harness.profiles import load_profile
+from sessionstate.conformance._machine.manager import ContentsMachine, CrowdedMachine
+from sessionstate.conformance._model.manager import SessionModel
 from sessionstate.fixtures.reference_subject import subject
 
 HERE = Path(__file__).resolve().parent

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .state_objects import StateObjectSpec
-from .subject import CAPABILITIES, Subject, UsageError, load_subject
+from sessionstate.conformance.specs import ObjectModel, StateObjectSpec
+from sessionstate.conformance.subject import CAPABILITIES, Subject, UsageError, load_subject
 
 if TYPE_CHECKING:
-    from .adapters import AdapterSpec, Op
-    from .object_models import ObjectModel
+    from sessionstate.conformance.adapters import AdapterSpec, Op
 
 __all__ = [
     "CAPABILITIES",
@@ -29,14 +28,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # The adapter machine needs Hypothesis and torch; importing them lazily keeps
+    # AdapterSpec builds Hypothesis strategies; importing them lazily keeps
     # `import sessionstate.conformance` (and so the pytest plugin) light.
     if name in ("AdapterSpec", "Op"):
-        from . import adapters
+        from sessionstate.conformance import adapters
 
         return getattr(adapters, name)
-    if name == "ObjectModel":
-        from .object_models import ObjectModel
-
-        return ObjectModel
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,9 +1,9 @@
-"""Validating model adapters: ``Op``, ``AdapterSpec`` and the differential machine.
+"""Describing a model adapter for the ADAPT clauses: ``Op`` and ``AdapterSpec``.
 
 An adapter presents a model's bespoke per-session state class over the session
 manager, and upstream's acceptance bar for a port is bit-equivalence against
 the bespoke path (contract section 7). Describe the state class once with an
-:class:`AdapterSpec`; :class:`AdapterMachine` then drives the bespoke state of
+:class:`AdapterSpec`; the ADAPT machine (``_machine/adapt.py``) then drives the bespoke state of
 each session and a FRESH adapter per step (the way a pipeline builds one per
 forward) with the same generated calls, and checks the ADAPT clauses.
 
@@ -18,40 +18,18 @@ from __future__ import annotations
 
 import copy
 import operator
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from .bitwise import (
-    Difference,
-    Memory,
+from sessionstate.conformance._model.bitwise import (
     Raised,
-    Shown,
-    bit_difference,
-    bytes_by_device,
-    reachable_memory,
-    show,
 )
-from .checks import calling, check_bytes, check_equal
-from .subject import UsageError
+from sessionstate.conformance.subject import UsageError
 
-__all__ = [
-    "AdapterMachine",
-    "AdapterSpec",
-    "Call",
-    "Difference",
-    "Memory",
-    "Op",
-    "Raised",
-    "bit_difference",
-    "bytes_by_device",
-    "reachable_memory",
-]
+__all__ = ["AdapterSpec", "Call", "Op"]
 
 
 class Op:
@@ -246,230 +224,3 @@ class AdapterSpec:
             else:
                 readers.append((f"{getattr(entry, '__name__', repr(entry))}({{}})", entry))
         return readers
-
-
-# --- the differential machine --------------------------------------------------------------
-
-
-#: The most calls one ``apply`` or ``apply_held`` step makes.
-CALLS_PER_STEP = 8
-
-
-def _session_roots(session: Any) -> list[tuple[str, object]]:
-    # What a SessionState reaches, through its public surface only (contract section 3).
-    objects = [(f"session.get({name!r})", session.get(name)) for name in session.names()]
-    return [*objects, ("session.attrs", session.attrs)]
-
-
-def _key(session_id: object) -> str:
-    return str(session_id or "default")  # KEY-1, KEY-2
-
-
-@dataclass
-class _Holder:
-    """An adapter kept alive across steps, with the bespoke state and session it had."""
-
-    key: str
-    adapter: Any
-    bespoke: Any
-    session: Any
-
-
-@dataclass(frozen=True)
-class _Strategies:
-    call_lists: st.SearchStrategy[list[Call]]
-    session_ids: st.SearchStrategy[object]
-    any_session_ids: st.SearchStrategy[object]
-
-
-@cache
-def _strategies(spec: AdapterSpec) -> _Strategies:
-    # Built once per spec: validating a strategy is costly, and a machine draws every step.
-    pool = spec.session_ids()
-    # A few calls per forward-rule, so that one session sees sequences of calls
-    # (a ring that overflows, a reset after a write) before it is dropped or evicted.
-    call_lists = st.lists(spec.calls(), min_size=1, max_size=CALLS_PER_STEP)
-    # Forwards favour the first id, so that one session lives through many calls;
-    # drops pick any id, so the favourite is not dropped as often as it is used.
-    favoured = st.sampled_from((pool[0],) * len(pool) + pool)
-    return _Strategies(call_lists, favoured, st.sampled_from(pool))
-
-
-session_ids = st.runner().flatmap(lambda machine: _strategies(machine.spec).session_ids)
-any_session_ids = st.runner().flatmap(lambda machine: _strategies(machine.spec).any_session_ids)
-call_lists = st.runner().flatmap(lambda machine: _strategies(machine.spec).call_lists)
-#: Mostly not: holding a new adapter lets go of the one that may be evicted next.
-holds = st.sampled_from([False, False, True])
-
-
-class AdapterMachine(RuleBasedStateMachine):
-    """Bespoke states in an LRU of the manager's capacity versus adapters over the manager.
-
-    ``apply`` runs calls on a session through fresh adapters, as a pipeline
-    builds one per forward, and may keep the last one; ``apply_held`` uses the
-    kept adapter, whose session ``touch_other_sessions`` has the manager evict;
-    ``drop_session`` ends a session. With ``parity``, memory parity (ADAPT-8,
-    a SHOULD) is checked after every call.
-    """
-
-    def __init__(self, subject: Any, spec: AdapterSpec, *, parity: bool = False) -> None:
-        super().__init__()
-        self.spec = spec
-        self.parity = parity
-        self.manager = subject.make_manager(max_sessions=spec.max_sessions, byte_budget=None)
-        self.bespoke: OrderedDict[str, Any] = OrderedDict()  # key -> bespoke state, LRU order
-        self.held: _Holder | None = None
-
-    @rule(session_id=session_ids, calls=call_lists, hold=holds)
-    def apply(self, session_id: object, calls: list[Call], hold: bool) -> None:
-        """Forwards of one session: each call on its bespoke state and on a fresh adapter.
-
-        After each call, a new fresh adapter must see what the last one wrote
-        (ADAPT-3) and serves the next call. With ``hold``, the last adapter is
-        kept alive instead, as a rollout mid-generation keeps its own.
-        """
-        key = _key(session_id)
-        adapter, session = self._build(session_id)
-        for i, call in enumerate(calls):
-            when = f"after {call.describe('adapter')} on session {session_id!r}"
-            self._step(adapter, session, self.bespoke[key], call, None, when)
-            if hold and i == len(calls) - 1:
-                self.held = _Holder(key, adapter, self.bespoke[key], session)
-                return
-            adapter, session = self._build(session_id, "ADAPT-3", f"by a fresh adapter {when}")
-
-    @precondition(lambda self: self.held is not None)
-    @rule(calls=call_lists)
-    def apply_held(self, calls: list[Call]) -> None:
-        """Calls on the held adapter, whose session the manager may have evicted (ADAPT-5)."""
-        held = self.held
-        assert held is not None
-        for call in calls:
-            evicted = self.bespoke.get(held.key) is not held.bespoke
-            status = "evicted" if evicted else "held"
-            when = f"after {call.describe('adapter')} on the {status} session {held.key!r}"
-            clause = "ADAPT-5" if evicted else None
-            self._step(held.adapter, held.session, held.bespoke, call, clause, when)
-
-    @precondition(lambda self: self.held is not None)
-    @rule()
-    def touch_other_sessions(self) -> None:
-        """A forward (a fresh adapter) for every other session: the held one is evicted."""
-        assert self.held is not None
-        for session_id in self.spec.session_ids():
-            if _key(session_id) != self.held.key:
-                self._build(session_id, "ADAPT-3", f"by a fresh adapter for {session_id!r}")
-
-    @rule(session_id=any_session_ids)
-    def drop_session(self, session_id: object) -> None:
-        """End a session: the next adapter for it starts a new one (ADAPT-6)."""
-        with calling("ADAPT-6", f"manager.drop_session({session_id!r})"):
-            self.manager.drop_session(session_id)
-        dropped = self.bespoke.pop(_key(session_id), None)
-        if self.held is not None and self.held.bespoke is dropped:
-            self.held = None  # its session was reset under it (DROP-2): not modelled
-
-    @invariant()
-    def check_table_matches_model(self) -> None:
-        """Adapters touched exactly the sessions the bespoke LRU touched (ADAPT-4)."""
-        for session_id in self.spec.session_ids():
-            check_equal(
-                session_id in self.manager,
-                _key(session_id) in self.bespoke,
-                "ADAPT-4",
-                f"{session_id!r} in manager",
-                f"with the bespoke LRU holding {list(self.bespoke)}",
-            )
-
-    def _build(self, session_id: object, clause: str = "", when: str = "") -> tuple[Any, Any]:
-        """A fresh adapter for ``session_id`` and the session the manager holds for it.
-
-        Checks that building it counted one hit or miss (ADAPT-4), and that it
-        observes what the bespoke state does: as a new bespoke state after a
-        miss (ADAPT-6), else under ``clause`` (ADAPT-3: it sees earlier writes).
-        """
-        __tracebackhide__ = True
-        key = _key(session_id)
-        hit = key in self.bespoke
-        before = self._counters()
-        with calling("ADAPT-4", f"adapter_factory(manager=manager, session_id={session_id!r})"):
-            adapter = self.spec.adapter_factory(manager=self.manager, session_id=session_id)
-        after = self._counters()
-        counted = (after[0] - before[0], after[1] - before[1])
-        what = f"(hits, misses) counted by adapter_factory(session_id={session_id!r})"
-        kind = "an existing" if hit else "a new"
-        check_equal(counted, (1, 0) if hit else (0, 1), "ADAPT-4", what, f"for {kind} session")
-        self._touch(key)
-        if not hit:
-            clause, when = "ADAPT-6", f"by the first adapter of session {session_id!r}"
-        if clause:
-            self._compare_observations(adapter, self.bespoke[key], clause, when)
-        # One more hit on the most recent session: the LRU order does not change.
-        return adapter, self.manager.get_or_create_session(session_id)
-
-    def _counters(self) -> tuple[int, int]:
-        with calling("ADAPT-4", "reading manager.hits and manager.misses"):
-            return (self.manager.hits, self.manager.misses)
-
-    def _touch(self, key: str) -> None:
-        if key in self.bespoke:
-            self.bespoke.move_to_end(key)
-            return
-        self.bespoke[key] = self.spec.bespoke_factory()
-        while len(self.bespoke) > self.spec.max_sessions:
-            self.bespoke.popitem(last=False)
-
-    def _step(
-        self, adapter: Any, session: Any, bespoke: Any, call: Call, clause: str | None, when: str
-    ) -> None:
-        __tracebackhide__ = True
-        expected, *expected_args = call.apply_keeping_args(bespoke)
-        observed, *observed_args = call.apply_keeping_args(adapter)
-        self._check_same(observed, expected, clause or "ADAPT-1", call.describe("adapter"), when)
-        if call.op.mutates_args:
-            what = f"the arguments of {call.describe('adapter')} after the call"
-            self._check_same(observed_args, expected_args, clause or "ADAPT-1", what, when)
-        self._check_accounted(adapter, session, when)
-        self._compare_observations(adapter, bespoke, clause or "ADAPT-2", when)
-        if self.parity:
-            self._check_parity(session, bespoke, when)
-
-    def _compare_observations(self, adapter: Any, bespoke: Any, clause: str, when: str) -> None:
-        __tracebackhide__ = True
-        for label, read in self.spec.observers():
-            observed, expected = _read(read, adapter), _read(read, bespoke)
-            self._check_same(observed, expected, clause, label.format("adapter"), when)
-
-    def _check_same(self, observed: Any, expected: Any, clause: str, what: str, when: str) -> None:
-        __tracebackhide__ = True
-        found = bit_difference(observed, expected)
-        if found is not None:
-            shown, wanted = Shown(show(observed)), Shown(show(expected))
-            check_equal(shown, wanted, clause, what, f"{when}; {found}")
-
-    def _check_accounted(self, adapter: Any, session: Any, when: str) -> None:
-        """ADAPT-7: the adapter reaches no allocation its SessionState does not reach."""
-        __tracebackhide__ = True
-        held = reachable_memory([("adapter", adapter)], stop=(self.manager, session))
-        with calling("ADAPT-7", "walking the adapter's SessionState"):
-            known = reachable_memory(_session_roots(session), stop=(self.manager,))
-        unseen = [
-            f"{m.path} ({m.nbytes} bytes on {m.device})" for k, m in held.items() if k not in known
-        ]
-        check_equal(
-            unseen, [], "ADAPT-7", "memory the adapter holds outside its SessionState", when
-        )
-
-    def _check_parity(self, session: Any, bespoke: Any, when: str) -> None:
-        """ADAPT-8: the session holds exactly the bytes the bespoke state holds, per device."""
-        __tracebackhide__ = True
-        observed = bytes_by_device(reachable_memory(_session_roots(session), stop=(self.manager,)))
-        expected = bytes_by_device(reachable_memory([("bespoke", bespoke)]))
-        check_bytes(observed, expected, "ADAPT-8", "bytes reachable from the session", when)
-
-
-def _read(read: Callable[[Any], Any], state: Any) -> Any:
-    try:
-        return read(state)
-    except Exception as error:
-        return Raised(error)

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, NoReturn
 
-from .applicability import NOT_CHECKED
-from .clauses import clause as lookup_clause
+from sessionstate.conformance._harness.applicability import NOT_CHECKED
+from sessionstate.conformance.clauses import clause as lookup_clause
 
 __all__ = [
     "ClauseFailure",

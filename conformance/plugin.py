@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .atomic import write_text_atomic
+from sessionstate.conformance._harness.atomic import write_text_atomic
 
 SUBJECT_ENV = "SESSIONSTATE_SUBJECT"
 PROFILE_ENV = "SESSIONSTATE_PROFILE"
@@ -120,9 +120,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "clause(*ids): the spec clause(s) this test checks")
     config.addinivalue_line("markers", "cuda: needs a real CUDA device")
-    from .expectations import parse_expectations
-    from .profiles import DEFAULT_PROFILE, check_profile
-    from .subject import UsageError
+    from sessionstate.conformance._harness.expectations import parse_expectations
+    from sessionstate.conformance._harness.profiles import DEFAULT_PROFILE, check_profile
+    from sessionstate.conformance.subject import UsageError
 
     target = (
         config.getoption("--sessionstate-subject") or os.environ.get(SUBJECT_ENV) or DEFAULT_TARGET
@@ -166,7 +166,10 @@ def _hypothesis_for_the_suite(config: pytest.Config, profile: str) -> None:
     once that ``--hypothesis-profile`` does not apply to it (see ``profiles``)."""
     import sys
 
-    from .profiles import ignored_profile_notice, use_private_storage
+    from sessionstate.conformance._harness.profiles import (
+        ignored_profile_notice,
+        use_private_storage,
+    )
 
     use_private_storage()
     notice = ignored_profile_notice(config.getoption("hypothesis_profile", None), profile)
@@ -176,7 +179,7 @@ def _hypothesis_for_the_suite(config: pytest.Config, profile: str) -> None:
 
 def _call_timeout(config: pytest.Config) -> float | None:
     """The per-call deadline (``watchdog.Watchdog``) the options ask for; ``None``: none."""
-    from .watchdog import deadline_from
+    from sessionstate.conformance._harness.watchdog import deadline_from
 
     value = config.getoption("--sessionstate-call-timeout") or os.environ.get(CALL_TIMEOUT_ENV)
     try:
@@ -200,7 +203,7 @@ def pytest_collection(session: pytest.Session) -> None:
     config = session.config
     if not _suite_requested(config) or _is_xdist_controller(config):
         return
-    from .allocations import select_devices
+    from sessionstate.conformance._model.memory import select_devices
 
     option = config.getoption("--sessionstate-devices")
     names = [n.strip() for n in option.split(",") if n.strip()] if option else None
@@ -218,7 +221,7 @@ def load_configured_subject(config: pytest.Config) -> Any:
     """The Subject named by the options (loaded once per process)."""
     state = _state(config)
     if state["subject"] is None:
-        from .subject import UsageError, load_subject
+        from sessionstate.conformance.subject import UsageError, load_subject
 
         try:
             state["subject"] = load_subject(state["target"])
@@ -261,7 +264,7 @@ def _inside(path: Path, folder: Path) -> bool:
 def pytest_report_header(config: pytest.Config) -> list[str]:
     if not _suite_requested(config):
         return []  # the caller's own tests: nothing of ours to report, and no torch import
-    from . import under_test
+    from sessionstate.conformance._harness import target as under_test
 
     if _is_xdist_controller(config):
         lines = under_test.controller_header_lines(*_run_line_args(config))
@@ -272,7 +275,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 def _deadline_line(config: pytest.Config) -> str:
     """Whether calls into the subject are bounded, and by what (see ``pytest_runtest_call``)."""
-    from .watchdog import unavailable
+    from sessionstate.conformance._harness.watchdog import unavailable
 
     seconds = _state(config)["call_timeout"]
     if seconds is None:
@@ -302,7 +305,7 @@ def _facts(config: pytest.Config) -> dict[str, Any]:
     """What is under test (``under_test.gather``), once per process."""
     state = _state(config)
     if state["facts"] is None:
-        from . import under_test
+        from sessionstate.conformance._harness import target as under_test
 
         state["facts"] = under_test.gather(load_configured_subject(config))
     return state["facts"]
@@ -327,7 +330,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         and state["facts"] is not None
         and _suite_requested(config)
     ):
-        from . import under_test
+        from sessionstate.conformance._harness import target as under_test
 
         terminalreporter.write_sep("-", "sessionstate: under test (as the workers loaded it)")
         for line in under_test.header_lines(*_run_line_args(config), state["facts"]):
@@ -343,7 +346,7 @@ def _clause_table(terminalreporter: Any, config: pytest.Config) -> None:
         return
     if config.getoption("--sessionstate-no-summary") or not _suite_requested(config):
         return
-    from .report import styled_table
+    from sessionstate.conformance._report.terminal import styled_table
 
     verdict = {"conformant": "green", "non-conformant": "red"}.get(results["verdict"], "yellow")
     colours = {"failed": "red", "error": "red", "unchecked": "yellow", "warning": "yellow"}
@@ -371,7 +374,7 @@ def item_clauses(item: pytest.Item) -> list[str]:
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    from .clauses import all_clauses
+    from sessionstate.conformance.clauses import all_clauses
 
     state = _state(config)
     known = all_clauses()
@@ -411,7 +414,7 @@ def pytest_collection_modifyitems(
 
 
 def _short_id(nodeid: str) -> str:
-    from .reproduce import short_test_id
+    from sessionstate.conformance._harness.reproduce import short_test_id
 
     return short_test_id(nodeid)
 
@@ -430,8 +433,8 @@ def _arm_reproduction(config: pytest.Config, state: dict[str, Any]) -> None:
             f"--sessionstate-reproduce: no test {test_id!r} in this selection (a test id as "
             "the summary prints it, e.g. test_lru.py::test_manager_machine)"
         )
-    from .clauses import all_clauses
-    from .reproduce import parse_blob
+    from sessionstate.conformance._harness.reproduce import parse_blob
+    from sessionstate.conformance.clauses import all_clauses
 
     ran = {cid for clauses in state["collected"].values() for cid in clauses}
     state["selected"] = [cid for cid in all_clauses() if cid in ran]
@@ -449,7 +452,7 @@ def _selected_clauses(config: pytest.Config) -> list[str]:
     From the options alone: an xdist controller, which collects nothing, reports
     the selection its workers ran.
     """
-    from .clauses import all_clauses
+    from sessionstate.conformance.clauses import all_clauses
 
     known = all_clauses()
     wanted = config.getoption("--sessionstate-clause")
@@ -466,11 +469,11 @@ def _load_profile(state: dict[str, Any]) -> None:
     environment, and a run of the caller's own tests must keep its own Hypothesis
     settings. (A run mixing both gets the suite's profile: Hypothesis has one.)
     """
-    from .profiles import load_profile
+    from sessionstate.conformance._harness.profiles import load_profile
 
     load_profile(state["profile"], seed=state["seed"])
     if state.get("replay"):  # --sessionstate-blob: that one case, on top of the profile
-        from .reproduce import load_replay
+        from sessionstate.conformance._harness.reproduce import load_replay
 
         try:
             load_replay(state["replay"])
@@ -528,7 +531,7 @@ def _apply_capabilities(
 def _apply_hooks(item: pytest.Item, ids: list[str], subject: Any) -> None:
     # A test of a clause about a hook the subject lacks would run on our reference
     # code and credit the subject with its pass: skip it as not applicable.
-    from .applicability import NOT_APPLICABLE, missing_hook
+    from sessionstate.conformance._harness.applicability import NOT_APPLICABLE, missing_hook
 
     missing = missing_hook(subject, ids)
     if missing:
@@ -563,7 +566,7 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     if seconds is None or not _inside(item.path, _SUITE_DIR):
         yield
         return
-    from .watchdog import Watchdog
+    from sessionstate.conformance._harness.watchdog import Watchdog
 
     with Watchdog(seconds) as watch:
         outcome = yield
@@ -585,8 +588,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     failed: list[str] = []
     mine: list[tuple[str, str]] = []
     if call.excinfo is not None and report.failed:
-        from .checks import clauses_of
-        from .watchdog import Hang
+        from sessionstate.conformance._harness.watchdog import Hang
+        from sessionstate.conformance.checks import clauses_of
 
         error = call.excinfo.value
         failed = [error.clause] if isinstance(error, Hang) else sorted(set(clauses_of(error)))
@@ -619,7 +622,7 @@ def _reproduce_hint(item: pytest.Item, call: pytest.CallInfo[None]) -> str:
     command that replays it (``reproduce``). Before the report is made, so its text says it."""
     if call.excinfo is None or _STATE not in item.config.stash or not item_clauses(item):
         return ""
-    from .reproduce import blob_from_notes, command
+    from sessionstate.conformance._harness.reproduce import blob_from_notes, command
 
     state = _state(item.config)
 
@@ -742,8 +745,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not (path or junit or _RECORDS):
         return
     from sessionstate import __version__
-
-    from .results import report
+    from sessionstate.conformance._harness.results import report
 
     run = {
         "target": state["target"],
@@ -768,8 +770,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def _write_junit(path: str, payload: dict[str, Any]) -> None:
     """The per-clause JUnit XML (``junit.to_junit_xml``) of ``--sessionstate-junitxml``."""
-    from .atomic import write_text_atomic
-    from .junit import to_junit_xml
+    from sessionstate.conformance._harness.atomic import write_text_atomic
+    from sessionstate.conformance._report.junit import to_junit_xml
 
     write_text_atomic(path, to_junit_xml(payload))
 
@@ -780,7 +782,7 @@ def _json_facts(config: pytest.Config) -> dict[str, Any]:
     state = _state(config)
     if state["facts"] is not None or state["subject"] is not None:
         return _facts(config)
-    from . import under_test
+    from sessionstate.conformance._harness import target as under_test
 
     return {
         "subject": state["target"],

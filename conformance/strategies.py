@@ -1,7 +1,7 @@
 """Hypothesis strategies over the suite's memory model (``allocations.py``).
 
 Every value drawn here knows the allocations it pins, so a test computes its
-expected bytes with :func:`~sessionstate.conformance.allocations.expected_bytes`
+expected bytes with :func:`~sessionstate.conformance._model.memory.expected_bytes`
 instead of asking any accounting code. Reprs read as Python: an allocation is
 its label (``buf3``), a derived value the chain of views over it
 (``buf3.t().unsqueeze(0)``), a container the literal that builds it
@@ -19,7 +19,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from .allocations import (
+from sessionstate.conformance._model.memory import (
     DTYPES,
     NUMPY_DTYPES,
     Held,

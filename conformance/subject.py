@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .applicability import NOT_APPLICABLE
+from sessionstate.conformance._harness.applicability import NOT_APPLICABLE
 
 __all__ = ["CAPABILITIES", "Subject", "UsageError", "load_subject", "typed_specs"]
 
@@ -100,7 +100,7 @@ class Subject:
                 f"{NOT_APPLICABLE}: subject {self.name!r} has neither buffer_factory nor "
                 "accounting, so the suite has no buffer to put into its sessions"
             )
-        from .suite_buffer import SuiteBuffer
+        from sessionstate.conformance._harness.suite_buffer import SuiteBuffer
 
         buffer = SuiteBuffer(self.accounting)
         buffer.allocate()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessionstate.conformance.profiles import DEFAULT_PROFILE, load_profile
+from sessionstate.conformance._harness.profiles import DEFAULT_PROFILE, load_profile
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -20,8 +20,9 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from sessionstate.conformance.accounting_cases import Case, accounting_of, count, run_case
-from sessionstate.conformance.allocations import (
+from sessionstate.conformance._machine.acct import Case, accounting_of, count, run_case
+from sessionstate.conformance._machine.composed_bytes import check_composed_bytes
+from sessionstate.conformance._model.memory import (
     Held,
     allocate,
     available_devices,
@@ -38,7 +39,6 @@ from sessionstate.conformance.checks import (
     nonzero,
     per_clause,
 )
-from sessionstate.conformance.composed_bytes import check_composed_bytes
 from sessionstate.conformance.strategies import (
     Nested,
     SessionContents,

@@ -21,8 +21,8 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from sessionstate.conformance.accounting_cases import Case, accounting_of, count, run_case
-from sessionstate.conformance.allocations import (
+from sessionstate.conformance._machine.acct import Case, accounting_of, count, run_case
+from sessionstate.conformance._model.memory import (
     Held,
     available_devices,
     borrow,

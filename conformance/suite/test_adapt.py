@@ -14,7 +14,7 @@ import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
 from sessionstate.conformance import AdapterSpec, UsageError
-from sessionstate.conformance.adapters import AdapterMachine
+from sessionstate.conformance._machine.adapt import AdapterMachine
 from sessionstate.conformance.plugin import load_configured_subject
 from sessionstate.conformance.subject import typed_specs
 

@@ -2,7 +2,7 @@
 
 Needs the ``admission`` capability (skipped otherwise, from the clauses' ``Requires:``).
 Each clause has a short scripted test; two state machines from
-``sessionstate.conformance.admission`` then mix every call, checked against the model.
+``sessionstate.conformance._machine.admit`` then mix every call, checked against the model.
 A session is *marked* with ``attrs["mark"] = key`` when admitted, so a later reset or
 replacement of it shows.
 """
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
-from sessionstate.conformance.admission import (
+from sessionstate.conformance._machine.admit import (
     ADMIT_CLAUSES,
     DefaultManagerMachine,
     RefusingManagerMachine,

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from sessionstate.conformance import allocations
-from sessionstate.conformance.checks import calling, check_equal
-from sessionstate.conformance.machine import (
+from sessionstate.conformance._machine.manager import (
     ContentsMachine,
     CrowdedMachine,
     ManagerMachine,
     replay,
     run_machine,
 )
+from sessionstate.conformance._model import memory as allocations
+from sessionstate.conformance.checks import calling, check_equal
 
 G, D, C = "get_or_create_session", "drop_session", "contains"
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from sessionstate.conformance._machine.manager import SESSION_IDS
 from sessionstate.conformance.checks import calling, check_equal
-from sessionstate.conformance.machine import SESSION_IDS
 
 FALSY_IDS = [None, "", 0, False, 0.0, (), b""]
 STRINGIFIED = [(7, "7"), (("t",), "('t',)"), (1.5, "1.5"), (True, "True"), (-3, "-3")]

@@ -28,8 +28,14 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from sessionstate.conformance.checks import ClauseFailure, calling, check, check_equal
-from sessionstate.conformance.linearizability import (
+from sessionstate.conformance._harness.watchdog import InFlight, run_threads_within
+from sessionstate.conformance._machine.lock import (
+    CountingFactory,
+    RecordingLock,
+    fast_switching,
+    perturbed,
+)
+from sessionstate.conformance._model.linearizability import (
     Call,
     LruModel,
     Recorder,
@@ -37,13 +43,7 @@ from sessionstate.conformance.linearizability import (
     call_text,
     linearize,
 )
-from sessionstate.conformance.locks import (
-    CountingFactory,
-    RecordingLock,
-    fast_switching,
-    perturbed,
-)
-from sessionstate.conformance.watchdog import InFlight, run_threads_within
+from sessionstate.conformance.checks import ClauseFailure, calling, check, check_equal
 
 MAX_SESSIONS = 2
 KEYS = ("a", "b", "c")

@@ -12,8 +12,13 @@ from typing import Any
 
 import pytest
 
+from sessionstate.conformance._machine.manager import (
+    ManagerMachine,
+    OrderMachine,
+    replay,
+    run_machine,
+)
 from sessionstate.conformance.checks import check
-from sessionstate.conformance.machine import ManagerMachine, OrderMachine, replay, run_machine
 
 G, D, C = "get_or_create_session", "drop_session", "contains"
 

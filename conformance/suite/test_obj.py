@@ -29,7 +29,8 @@ from hypothesis.stateful import (
 from hypothesis.strategies import SearchStrategy
 
 from sessionstate.conformance import StateObjectSpec, UsageError
-from sessionstate.conformance.allocations import allocate, available_devices
+from sessionstate.conformance._model.memory import allocate, available_devices
+from sessionstate.conformance._model.objects import ModelMirror, check_recomputable
 from sessionstate.conformance.checks import (
     ClauseFailure,
     calling,
@@ -37,14 +38,13 @@ from sessionstate.conformance.checks import (
     check_equal,
     nonzero,
 )
-from sessionstate.conformance.object_models import ModelMirror, check_recomputable
 from sessionstate.conformance.plugin import load_configured_subject
-from sessionstate.conformance.state_objects import UNKNOWN_KEYWORD, MemoryModel
+from sessionstate.conformance.specs import UNKNOWN_KEYWORD, MemoryModel
 from sessionstate.conformance.strategies import FILLS
 from sessionstate.conformance.subject import typed_specs
 
 if TYPE_CHECKING:
-    from sessionstate.conformance.allocations import Allocation, Held
+    from sessionstate.conformance._model.memory import Allocation, Held
 
 #: Checked for every spec; OBJ-9 only for a spec with a model.
 OBJ_CLAUSES = (*(f"OBJ-{n}" for n in range(1, 9)), "OBJ-10")

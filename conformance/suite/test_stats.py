@@ -17,14 +17,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessionstate.conformance import allocations
-from sessionstate.conformance.checks import calling, check_bytes, check_equal
-from sessionstate.conformance.machine import (
+from sessionstate.conformance._machine.manager import (
     STATS_KEYS,
     ContentsMachine,
     check_construction,
     run_machine,
 )
+from sessionstate.conformance._model import memory as allocations
+from sessionstate.conformance.checks import calling, check_bytes, check_equal
 
 OBSERVERS = {
     "in": lambda manager: "b" in manager,  # the least recent: a refresh would save it

@@ -111,7 +111,7 @@ def _usage_error(command: str, error: Exception) -> int:
 
 
 def _init(directory: str, force: bool) -> int:
-    from sessionstate.conformance.init_project import init_project
+    from sessionstate.conformance._harness.init_project import init_project
     from sessionstate.conformance.subject import UsageError
 
     try:
@@ -129,7 +129,7 @@ def _init(directory: str, force: bool) -> int:
 def _report(paths: list[str], markdown_path: str | None, html_path: str | None) -> int:
     from pathlib import Path
 
-    from sessionstate.conformance.matrix import load_results, to_html, to_markdown
+    from sessionstate.conformance._report.matrix import load_results, to_html, to_markdown
     from sessionstate.conformance.subject import UsageError
 
     try:
@@ -154,7 +154,7 @@ def _split_passthrough(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def _check(args: argparse.Namespace, passthrough: list[str]) -> int:
-    from sessionstate.conformance.runner import DEFAULT_TARGET, CheckOptions, run_check
+    from sessionstate.conformance._harness.runner import DEFAULT_TARGET, CheckOptions, run_check
 
     if args.list_clauses:
         return _spec()
@@ -178,7 +178,7 @@ def _spec() -> int:
 
 
 def _explain(clause_id: str) -> int:
-    from sessionstate.conformance.explain import explain
+    from sessionstate.conformance._report.explain import explain
 
     return explain(clause_id)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sessionstate.conformance.expectations import Expectation, parse_expectations
+from sessionstate.conformance._harness.expectations import Expectation, parse_expectations
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,7 +59,7 @@ def test_the_docs_example_parses_and_each_entry_matches_the_suite(run_cli, tmp_p
     tests = [e for e in entries if not e.is_clause]
     assert tests and len(tests) < len(entries)  # it shows both kinds
     listing = subprocess.run(
-        [sys.executable, "-c", "import json; from sessionstate.conformance.explain import "
+        [sys.executable, "-c", "import json; from sessionstate.conformance._report.explain import "
          "clause_tests; print(json.dumps(clause_tests()))"],
         capture_output=True, text=True, cwd=tmp_path, check=True, timeout=300,
     )  # fmt: skip

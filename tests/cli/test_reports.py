@@ -15,8 +15,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from sessionstate.conformance.junit import to_junit_xml
-from sessionstate.conformance.report import clip, table_lines
+from sessionstate.conformance._report.junit import to_junit_xml
+from sessionstate.conformance._report.terminal import clip, table_lines
 
 UPSTREAM = "sessionstate.fixtures.upstream_like:subject"
 SELECTION = ["ACCT-3", "ACCT-9", "ACCT-12", "LOCK-4", "RESET-2", "KEY-1"]

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from sessionstate.conformance._report.matrix import to_html
 from sessionstate.conformance.clauses import all_clauses
-from sessionstate.conformance.matrix import to_html
 
 FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

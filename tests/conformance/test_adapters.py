@@ -18,13 +18,14 @@ from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
 
 from sessionstate.conformance import AdapterSpec, Op, UsageError
-from sessionstate.conformance.adapters import AdapterMachine, Call
-from sessionstate.conformance.bitwise import (
+from sessionstate.conformance._machine.adapt import AdapterMachine
+from sessionstate.conformance._model.bitwise import (
     Raised,
     bit_difference,
     bytes_by_device,
     reachable_memory,
 )
+from sessionstate.conformance.adapters import Call
 from sessionstate.conformance.checks import ClauseFailure
 from sessionstate.fixtures import rollout_example
 from sessionstate.fixtures.rollout_example import ROLLOUT_SPEC, RolloutStateAdapter

@@ -1,4 +1,4 @@
-"""The suite's admission model and machine (``sessionstate.conformance.admission``), by hand.
+"""The suite's admission model and machine (``sessionstate.conformance._machine.admit``), by hand.
 
 The model is checked against worked examples from SPEC ADMIT; the machines are checked to
 pass the reference and the zoo's baseline and to catch every ``admit_*`` zoo subject for
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from sessionstate.conformance.admission import (
+from sessionstate.conformance._machine.admit import (
     AdmissionModel,
     DefaultManagerMachine,
     Outcome,

@@ -1,4 +1,4 @@
-"""The suite's memory model (``conformance/allocations.py``) and its strategies
+"""The suite's memory model (``conformance/_model/memory.py``) and its strategies
 (``conformance/strategies.py``): sizes agree with hand-computed numbers, every
 derivation is a view of the root, and every repr is Python that rebuilds the value."""
 
@@ -19,8 +19,9 @@ import torch
 from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
-from sessionstate.conformance import allocations, strategies
-from sessionstate.conformance.allocations import (
+from sessionstate.conformance import strategies
+from sessionstate.conformance._model import memory as allocations
+from sessionstate.conformance._model.memory import (
     Held,
     allocate,
     available_devices,
@@ -211,7 +212,7 @@ def test_simulated_devices_import_no_dynamo() -> None:
     checked in a fresh interpreter, whose ``sys.modules`` nothing else has filled."""
     script = (
         "import sys\n"
-        "from sessionstate.conformance import allocations as a\n"
+        "from sessionstate.conformance._model import memory as a\n"
         "assert a.simulated_cuda_available(), a.available_devices()\n"
         "held = a.allocate('cuda:1', (2, 3))\n"
         "views = [d(held).value for d in a.derivations(held)]\n"

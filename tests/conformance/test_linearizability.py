@@ -1,4 +1,4 @@
-"""The linearizability checker (``conformance/linearizability.py``) on hand-written histories:
+"""The linearizability checker (``conformance/_model/linearizability.py``) on hand-written histories:
 known linearizable ones are accepted with a valid order, known non-linearizable ones are
 rejected naming the call no order explains, and an exhausted budget is never a pass."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sessionstate.conformance.linearizability import (
+from sessionstate.conformance._model.linearizability import (
     Call,
     LruModel,
     Recorder,

@@ -1,5 +1,5 @@
-"""The LOCK machinery: instrumented locks (``conformance/locks.py``), the threads of
-the concurrent checks (``conformance/watchdog.py``), and the exact failures the LOCK
+"""The LOCK machinery: instrumented locks (``conformance/_machine/lock.py``), the threads of
+the concurrent checks (``conformance/_harness/watchdog.py``), and the exact failures the LOCK
 suite reports for subjects with one locking bug each (the per-call deadline itself:
 ``test_watchdog.py``)."""
 
@@ -13,18 +13,19 @@ from typing import Any
 
 import pytest
 
-from sessionstate.conformance import Subject, watchdog
-from sessionstate.conformance.accounting_cases import within_deadline
-from sessionstate.conformance.checks import ClauseFailure
-from sessionstate.conformance.locks import (
+from sessionstate.conformance import Subject
+from sessionstate.conformance._harness import watchdog
+from sessionstate.conformance._harness.watchdog import Hang, InFlight, Watchdog, run_threads_within
+from sessionstate.conformance._machine.acct import within_deadline
+from sessionstate.conformance._machine.lock import (
     CountingFactory,
     LockReentered,
     RecordingLock,
     fast_switching,
     perturbed,
 )
+from sessionstate.conformance.checks import ClauseFailure
 from sessionstate.conformance.suite import test_lock as suite
-from sessionstate.conformance.watchdog import Hang, InFlight, Watchdog, run_threads_within
 from sessionstate.fixtures.reference_subject import subject as reference
 from sessionstate.fixtures.zoo import lock_contains_unlocked, lock_stats_reentrant
 from sessionstate.reference import SessionStateManager

@@ -1,13 +1,12 @@
-"""The suite's manager model (``sessionstate.conformance.model``) against the spec, by hand."""
+"""The suite's manager model (``sessionstate.conformance._model.manager``) against the spec, by hand."""
 
 from __future__ import annotations
 
 import pytest
 
 from sessionstate.conformance import Subject
-from sessionstate.conformance.allocations import allocate
-from sessionstate.conformance.machine import SESSION_IDS, learn_keys, replay
-from sessionstate.conformance.model import (
+from sessionstate.conformance._machine.manager import SESSION_IDS, learn_keys, replay
+from sessionstate.conformance._model.manager import (
     SUSPECTS,
     KeyFn,
     LruTable,
@@ -20,6 +19,7 @@ from sessionstate.conformance.model import (
     spec_key,
     suspect,
 )
+from sessionstate.conformance._model.memory import allocate
 from sessionstate.fixtures.reference_subject import subject as reference
 
 

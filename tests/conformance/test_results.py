@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sessionstate.conformance.expectations import Expectation
-from sessionstate.conformance.results import ClauseResult, TestRecord, aggregate, verdict
+from sessionstate.conformance._harness.expectations import Expectation
+from sessionstate.conformance._harness.results import ClauseResult, TestRecord, aggregate, verdict
 
 
 def _passed(nodeid: str, *clauses: str) -> TestRecord:
@@ -103,7 +103,7 @@ def test_a_focused_test_that_never_got_through_leaves_its_clause_unchecked() -> 
 def _report(records: list[TestRecord], selected: list[str], **how: object) -> dict:
     from dataclasses import asdict
 
-    from sessionstate.conformance.results import report
+    from sessionstate.conformance._harness.results import report
 
     run = {"target": "t:s", "suite_version": "0", "profile": "ci", "seed": None, "seconds": 1.0}
     facts = {"subject": "s", "environment": {}, "capabilities": []}

@@ -14,7 +14,7 @@ from sessionstate.conformance.clauses import LEVELS, PREFIXES, all_clauses, spec
 
 _COLLECT = """
 import json
-from sessionstate.conformance.explain import clause_tests
+from sessionstate.conformance._report.explain import clause_tests
 print(json.dumps(clause_tests()))
 """
 

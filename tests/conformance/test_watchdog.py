@@ -1,4 +1,4 @@
-"""The per-call deadline (``conformance/watchdog.py``): what it interrupts, what it leaves
+"""The per-call deadline (``conformance/_harness/watchdog.py``): what it interrupts, what it leaves
 alone, what it reports, and that it leaves no timer behind.
 
 Functions defined in this file count as subject code (they are not the suite's); the
@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionstate.conformance import watchdog
-from sessionstate.conformance.watchdog import (
+from sessionstate.conformance._harness import watchdog
+from sessionstate.conformance._harness.watchdog import (
     Hang,
     InFlight,
     Watchdog,

@@ -15,7 +15,8 @@ import pytest
 import torch
 
 from sessionstate.conformance import AdapterSpec, Subject
-from sessionstate.conformance.adapters import AdapterMachine, Call
+from sessionstate.conformance._machine.adapt import AdapterMachine
+from sessionstate.conformance.adapters import Call
 from sessionstate.conformance.checks import ClauseFailure
 from sessionstate.fixtures import cosmos3_like, dreamzero_like
 from sessionstate.fixtures.cosmos3_like import (

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sessionstate.conformance.watchdog import unavailable
+from sessionstate.conformance._harness.watchdog import unavailable
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"{unavailable()}")
 
@@ -62,7 +62,7 @@ def test_the_drop_machine_on_a_deadlocking_stats_ends_and_fails_lock3(tmp_path: 
     assert lock3["outcome"] == "failed"
     assert lock3["message"].startswith(
         "stats() did not return within 5.0 s (deadlock?) [LOCK-3: StatsReentrantManager.stats, "
-        "called at conformance/machine.py:"
+        "called at conformance/_machine/manager.py:"
     )
     ran = [t for t in report["tests"] if t["outcome"] != "skipped"]
     assert len(ran) >= 10 and all(t["failed_clauses"] == ["LOCK-3"] for t in ran), ran

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .subject import UsageError
+from sessionstate.conformance.subject import UsageError
 
 __all__ = ["init_project"]
 

@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from .checks import ClauseFailure, calling, check_equal
+from sessionstate.conformance.checks import ClauseFailure, calling, check_equal
 
 __all__ = [
     "ADMIT_CLAUSES",

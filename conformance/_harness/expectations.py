@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .clauses import all_clauses
-from .subject import UsageError
+from sessionstate.conformance.clauses import all_clauses
+from sessionstate.conformance.subject import UsageError
 
 __all__ = ["Expectation", "parse_expectations"]
 

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 import torch
 
-from .checks import calling, check, check_bytes
-from .watchdog import blame
+from sessionstate.conformance._harness.watchdog import blame
+from sessionstate.conformance.checks import calling, check, check_bytes
 
 __all__ = ["Case", "accounting_of", "checked", "count", "run_case", "within_deadline"]
 

@@ -1,5 +1,7 @@
-"""``StateObjectSpec``: how the OBJ clauses build, size and feed a custom StateObject,
-and the suite's memory model that prices what the object holds.
+"""What a model author writes for the OBJ clauses: ``StateObjectSpec`` (how the suite
+builds, sizes and feeds a custom StateObject), ``ObjectModel`` (the base of the plain
+model an object is checked against, OBJ-9), and the memory model that prices what the
+object holds.
 
 A model author describes an object with a :class:`StateObjectSpec` and lists it
 in ``Subject.state_objects``; the OBJ state machine
@@ -22,18 +24,26 @@ imported inside the functions that need them (tests/plugin pins this).
 from __future__ import annotations
 
 import itertools
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .subject import UsageError
+from sessionstate.conformance.subject import UsageError
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-    from .allocations import Allocation, Held
+    from sessionstate.conformance._model.memory import Allocation, Held
 
-__all__ = ["RESIDENT_FROM", "UNKNOWN_KEYWORD", "MemoryModel", "StateObjectSpec", "committed_view"]
+__all__ = [
+    "RESIDENT_FROM",
+    "UNKNOWN_KEYWORD",
+    "MemoryModel",
+    "ObjectModel",
+    "StateObjectSpec",
+    "committed_view",
+]
 
 UNKNOWN_KEYWORD = "not_a_sizing_parameter"
 #: When an object becomes resident: at allocate(), or at the first commit after it.
@@ -170,7 +180,7 @@ class MemoryModel:
         """A value derived from one of ``bases``, sharing its storage."""
         from hypothesis import strategies as st
 
-        from .allocations import derivations
+        from sessionstate.conformance._model.memory import derivations
 
         # Index draws, not sampled_from(list): a strategy built per draw costs
         # more than the rest of a step.
@@ -180,7 +190,7 @@ class MemoryModel:
 
     def roots(self, allocations: Iterable[Allocation]) -> list[Held]:
         """The suite's allocations among ``allocations``, as values to derive views from."""
-        from .allocations import Held
+        from sessionstate.conformance._model.memory import Held
 
         return [Held(a.root, a, a.label) for a in allocations if self.is_suites(a)]
 
@@ -220,7 +230,7 @@ class MemoryModel:
         return found
 
     def _allocation(self, key: object, device: str, nbytes: int) -> Allocation:
-        from .allocations import Allocation
+        from sessionstate.conformance._model.memory import Allocation
 
         known = self._storages.get(id(key))
         if known is None:
@@ -237,7 +247,7 @@ class MemoryModel:
         allocations: Iterable[Allocation], counted: set[str] | None = None
     ) -> dict[str, int]:
         """Bytes of the distinct ``allocations``, per device (``counted`` models a seen set)."""
-        from .allocations import Held, expected_bytes
+        from sessionstate.conformance._model.memory import Held, expected_bytes
 
         return expected_bytes((Held(a.root, a, a.label) for a in allocations), counted)
 
@@ -259,3 +269,35 @@ class MemoryModel:
         if shape is not None:
             return f"<{type(value).__name__} {tuple(shape)} on {getattr(value, 'device', 'cpu')}>"
         return repr(value)
+
+
+class ObjectModel(ABC):
+    """Base of plain models: the StateObject defaults; subclasses add ``allocate``,
+    ``commit``, ``view`` and ``reset``.
+
+    A model changes nothing observable when it raises (validate, then mutate):
+    the object is held to exactly what the model does.
+    """
+
+    staged: Any = None
+
+    @abstractmethod
+    def commit(self, payload: Any = None) -> None: ...
+
+    @abstractmethod
+    def view(self, *, include_staged: bool = True) -> object: ...
+
+    @abstractmethod
+    def reset(self) -> None: ...
+
+    def stage(self, payload: Any) -> None:
+        self.staged = payload
+
+    def discard(self) -> None:
+        self.staged = None
+
+    def append(self, payload: Any) -> None:
+        self.commit(payload)
+
+    def evict(self, policy: object = None) -> None:
+        self.reset()

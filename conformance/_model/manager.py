@@ -21,7 +21,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .allocations import Held, expected_bytes
+from sessionstate.conformance._model.memory import Held, expected_bytes
 
 __all__ = [
     "SPEC",

@@ -9,7 +9,7 @@ the suite's, the standard library's nor the test machinery's) and, once the same
 frame has been there for ``seconds``, raises ``Hang`` from the handler::
 
     stats() did not return within 5.0 s (deadlock?) [LOCK-3: StatsReentrantManager.stats,
-    called at conformance/machine.py:297]
+    called at conformance/_machine/manager.py:297]
 
 A thread blocked in ``threading.Lock.acquire()`` wakes up to run the handler,
 so the exception unwinds the subject's own frames: its ``with lock:`` blocks
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from types import CodeType, FrameType, TracebackType
 from typing import Any
 
-from .checks import check
+from sessionstate.conformance.checks import check
 
 __all__ = [
     "DEFAULT_SECONDS",
@@ -141,8 +141,9 @@ def blame(clause: str, call: str | None = None, why: str = " (deadlock?)") -> It
 
 _SUITE, _NEUTRAL, _SUBJECT = 0, 1, 2
 
-_CONFORMANCE_DIR = os.path.dirname(os.path.abspath(__file__))
-#: Paths are shown relative to this: ``conformance/machine.py`` installed or not.
+#: The installed ``conformance`` package (this module is in its ``_harness``).
+_CONFORMANCE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: Paths are shown relative to this: ``conformance/_machine/manager.py`` installed or not.
 _SHOWN_FROM = os.path.dirname(_CONFORMANCE_DIR) + os.sep
 #: The top-level package's own modules (the command line), not its subpackages.
 _TOP_DIR = os.path.dirname(os.path.abspath(sys.modules[__name__.split(".")[0]].__file__ or ""))

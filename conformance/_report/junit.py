@@ -23,7 +23,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from .clauses import all_clauses
+from sessionstate.conformance.clauses import all_clauses
 
 __all__ = ["to_junit_xml"]
 

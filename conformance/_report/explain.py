@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from .clauses import all_clauses
-from .subject import _did_you_mean
+from sessionstate.conformance.clauses import all_clauses
+from sessionstate.conformance.subject import _did_you_mean
 
 __all__ = ["clause_tests", "explain"]
 

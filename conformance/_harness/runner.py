@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .clauses import all_clauses
-from .subject import UsageError
+from sessionstate.conformance.clauses import all_clauses
+from sessionstate.conformance.subject import UsageError
 
 __all__ = ["CheckOptions", "public_profiles", "reproduce_command", "run_check"]
 
@@ -71,16 +71,16 @@ class CheckOptions:
 
 def public_profiles() -> tuple[str, ...]:
     """The profiles ``--profile`` offers (every one but ``INTERNAL_PROFILES``)."""
-    from .profiles import PROFILES
+    from sessionstate.conformance._harness.profiles import PROFILES
 
     return tuple(p for p in PROFILES if p not in INTERNAL_PROFILES)
 
 
 def validate(options: CheckOptions) -> None:
     """Raise ``UsageError`` for anything wrong with the request, before any test runs."""
-    from .expectations import parse_expectations
-    from .profiles import PROFILES
-    from .subject import _did_you_mean
+    from sessionstate.conformance._harness.expectations import parse_expectations
+    from sessionstate.conformance._harness.profiles import PROFILES
+    from sessionstate.conformance.subject import _did_you_mean
 
     if options.profile not in PROFILES:
         raise UsageError(
@@ -93,7 +93,7 @@ def validate(options: CheckOptions) -> None:
             hint = _did_you_mean(cid, [*known, *groups])
             raise UsageError(f"unknown clause or group {cid!r}{hint}; see 'sessionstate spec'")
     if options.devices:
-        from .allocations import machine_devices
+        from sessionstate.conformance._model.memory import machine_devices
 
         unknown = [d for d in options.devices if d not in machine_devices()]
         if unknown:
@@ -136,7 +136,7 @@ def _check_reproduce(options: CheckOptions) -> None:
 
     if not options.reproduce:
         raise UsageError("--blob replays a failing case of one test: name it with --reproduce")
-    from .reproduce import parse_blob
+    from sessionstate.conformance._harness.reproduce import parse_blob
 
     try:
         version, _ = parse_blob(options.blob)
@@ -154,9 +154,9 @@ def _check_test_id(test_id: str) -> None:
     parametrization is checked once collected)."""
     import re
 
-    from .subject import _did_you_mean
+    from sessionstate.conformance.subject import _did_you_mean
 
-    suite = Path(__file__).resolve().parent / "suite"
+    suite = Path(__file__).resolve().parent.parent / "suite"
     module, sep, rest = test_id.partition("::")
     files = sorted(p.name for p in suite.glob("test_*.py"))
     if not sep or Path(module).name not in files:
@@ -179,7 +179,7 @@ def load_target(target: str) -> Any:
     """``subject.load_subject``, with whatever the target's own code raises (a
     ``SyntaxError`` in its module, a subject callable that fails) as a ``UsageError``
     naming the exception and where it was raised."""
-    from .subject import load_subject
+    from sessionstate.conformance.subject import load_subject
 
     module_name = target.partition(":")[0]
     try:
@@ -240,7 +240,12 @@ def check_hooks(subject: Any) -> None:
 
 
 def _call_hook(subject: Any, call: str, hook: Callable[[], Any]) -> Any:
-    from .watchdog import TIMEOUT_ENV, Hang, Watchdog, deadline_from
+    from sessionstate.conformance._harness.watchdog import (
+        TIMEOUT_ENV,
+        Hang,
+        Watchdog,
+        deadline_from,
+    )
 
     try:
         seconds = deadline_from(os.environ.get(TIMEOUT_ENV))
@@ -324,9 +329,9 @@ def _check_writable(option: str, path: str) -> None:
 
 
 def _check_specs(subject: Any) -> None:
-    from .adapters import AdapterSpec
-    from .state_objects import StateObjectSpec
-    from .subject import typed_specs
+    from sessionstate.conformance.adapters import AdapterSpec
+    from sessionstate.conformance.specs import StateObjectSpec
+    from sessionstate.conformance.subject import typed_specs
 
     typed_specs(subject, "state_objects", StateObjectSpec)
     typed_specs(subject, "adapters", AdapterSpec)
@@ -436,8 +441,8 @@ def _interrupted(results: dict[str, Any] | None, options: CheckOptions) -> int:
 
 
 def _write_reports(options: CheckOptions, results: dict[str, Any], text: str) -> None:
-    from .atomic import write_text_atomic
-    from .report import markdown
+    from sessionstate.conformance._harness.atomic import write_text_atomic
+    from sessionstate.conformance._report.terminal import markdown
 
     if options.report_json:
         write_text_atomic(options.report_json, text)
@@ -446,7 +451,7 @@ def _write_reports(options: CheckOptions, results: dict[str, Any], text: str) ->
 
 
 def _print_summary(options: CheckOptions, results: dict[str, Any]) -> None:
-    from .report import summary_lines
+    from sessionstate.conformance._report.terminal import summary_lines
 
     print("\n".join(summary_lines(results)))
     failed = [t for t in results["tests"] if t["outcome"] == "failed"]
@@ -467,7 +472,7 @@ _REPRODUCE_LINES = 10
 def reproduce_command(options: CheckOptions, record: dict[str, Any]) -> str:
     """The ``sessionstate check`` command that re-runs ``record``'s test alone: with its
     ``@reproduce_failure`` blob, the one failing case (``reproduce``)."""
-    from .reproduce import command
+    from sessionstate.conformance._harness.reproduce import command
 
     return command(
         options.target, record["nodeid"], record.get("reproduce") or None,

@@ -30,11 +30,9 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from . import allocations
-from .allocations import Held, derivations
-from .checks import calling, check_bytes, check_equal
-from .composed_bytes import check_composed_bytes
-from .model import (
+from sessionstate.conformance._machine.composed_bytes import check_composed_bytes
+from sessionstate.conformance._model import memory as allocations
+from sessionstate.conformance._model.manager import (
     BufferModel,
     ManagerModel,
     Observation,
@@ -46,6 +44,8 @@ from .model import (
     spec_key,
     suspect,
 )
+from sessionstate.conformance._model.memory import Held, derivations
+from sessionstate.conformance.checks import calling, check_bytes, check_equal
 
 __all__ = [
     "SESSION_IDS",

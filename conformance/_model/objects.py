@@ -18,14 +18,13 @@ is ``reset``. Nothing here knows any particular object.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .bitwise import Raised, Shown, bit_difference, show
-from .checks import calling, check, check_equal
+from sessionstate.conformance._model.bitwise import Raised, Shown, bit_difference, show
+from sessionstate.conformance.checks import calling, check, check_equal
 
-__all__ = ["VIEWS", "ModelMirror", "ObjectModel", "check_recomputable"]
+__all__ = ["VIEWS", "ModelMirror", "check_recomputable"]
 
 Observation = Callable[[Any], object]
 
@@ -36,38 +35,6 @@ VIEWS: Mapping[str, Observation] = {
     "view(include_staged=True)": lambda obj: obj.view(include_staged=True),
     "view(include_staged=False)": lambda obj: obj.view(include_staged=False),
 }
-
-
-class ObjectModel(ABC):
-    """Base of plain models: the StateObject defaults; subclasses add ``allocate``,
-    ``commit``, ``view`` and ``reset``.
-
-    A model changes nothing observable when it raises (validate, then mutate):
-    the object is held to exactly what the model does.
-    """
-
-    staged: Any = None
-
-    @abstractmethod
-    def commit(self, payload: Any = None) -> None: ...
-
-    @abstractmethod
-    def view(self, *, include_staged: bool = True) -> object: ...
-
-    @abstractmethod
-    def reset(self) -> None: ...
-
-    def stage(self, payload: Any) -> None:
-        self.staged = payload
-
-    def discard(self) -> None:
-        self.staged = None
-
-    def append(self, payload: Any) -> None:
-        self.commit(payload)
-
-    def evict(self, policy: object = None) -> None:
-        self.reset()
 
 
 class ModelMirror:

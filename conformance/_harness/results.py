@@ -19,10 +19,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .applicability import NOT_APPLICABLE, NOT_CHECKED
-from .clauses import all_clauses
-from .expectations import Expectation
-from .reproduce import short_test_id
+from sessionstate.conformance._harness.applicability import NOT_APPLICABLE, NOT_CHECKED
+from sessionstate.conformance._harness.expectations import Expectation
+from sessionstate.conformance._harness.reproduce import short_test_id
+from sessionstate.conformance.clauses import all_clauses
 
 __all__ = ["ClauseResult", "TestRecord", "aggregate", "mark_unfinished", "report", "verdict"]
 

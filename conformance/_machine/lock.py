@@ -42,8 +42,9 @@ __all__ = [
     "perturbed",
 ]
 
-#: Frames in files under here are the suite's (whatever name pytest imported them by).
-_SUITE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+#: Frames in files under the ``conformance`` package are the suite's (whatever name
+#: pytest imported them by); this module is in its ``_machine``.
+_SUITE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class LockReentered(RuntimeError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .clauses import all_clauses
+from sessionstate.conformance.clauses import all_clauses
 
 __all__ = ["clip", "markdown", "ordered", "styled_table", "summary_lines", "table_lines"]
 

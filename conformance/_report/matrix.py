@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .clauses import PREFIXES, all_clauses, spec_text
-from .report import clip, ordered
-from .subject import UsageError
+from sessionstate.conformance._report.terminal import clip, ordered
+from sessionstate.conformance.clauses import PREFIXES, all_clauses, spec_text
+from sessionstate.conformance.subject import UsageError
 
 __all__ = ["OUTCOMES", "Cell", "load_results", "matrix", "to_html", "to_markdown", "verdict_of"]
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .allocations import Held, expected_bytes
-from .checks import calling, check_bytes, nonzero
+from sessionstate.conformance._model.memory import Held, expected_bytes
+from sessionstate.conformance.checks import calling, check_bytes, nonzero
 
 __all__ = ["check_composed_bytes"]
 

@@ -105,7 +105,7 @@ def _register() -> None:
 def check_profile(name: str) -> None:
     """``UsageError`` unless ``name`` is one of ``PROFILES``."""
     if name not in PROFILES:
-        from .subject import UsageError
+        from sessionstate.conformance.subject import UsageError
 
         raise UsageError(f"unknown profile {name!r}; choose one of {', '.join(PROFILES)}")
 

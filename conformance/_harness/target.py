@@ -30,7 +30,11 @@ def environment() -> dict[str, Any]:
     import numpy
     import torch
 
-    from .allocations import available_devices, is_simulated, left_out_devices
+    from sessionstate.conformance._model.memory import (
+        available_devices,
+        is_simulated,
+        left_out_devices,
+    )
 
     return {
         # str(): torch's is a TorchVersion, which xdist's channel cannot send.

@@ -1,0 +1,1 @@
+"""The run harness: loading the target, profiles, bounding calls, outcomes and verdicts."""

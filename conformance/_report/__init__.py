@@ -1,0 +1,2 @@
+"""Renderings of a run for people and CI: terminal table, Markdown, JUnit, the HTML matrix,
+and ``sessionstate explain``."""
