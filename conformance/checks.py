@@ -21,7 +21,9 @@ __all__ = [
     "check_equal",
     "clauses_of",
     "focused_on",
+    "forget_derailments",
     "nonzero",
+    "not_checked_reason",
     "per_clause",
 ]
 
@@ -100,14 +102,18 @@ def calling(clause: str, call: str) -> Iterator[None]:
 
 
 class _Focus:
-    """The clauses a focused test checks, and the first other clause that stopped an example."""
+    """The clauses a focused block checks."""
 
     def __init__(self, clauses: frozenset[str]) -> None:
         self.clauses = clauses
-        self.derailed: tuple[str, str] | None = None
 
 
 _FOCUS: ContextVar[_Focus | None] = ContextVar("sessionstate_focus", default=None)
+
+#: The first other clause that stopped a focused example since ``forget_derailments()``
+#: (the plugin calls it before every test): what "not checked" names when no example of
+#: a focused test got through.
+_DERAILED: list[tuple[str, str]] = []
 
 
 def _fail(clause: str, message: str) -> NoReturn:
@@ -120,50 +126,63 @@ def _fail(clause: str, message: str) -> NoReturn:
     lookup_clause(clause)  # an unknown id is a suite bug, caught loudly here
     focus = _FOCUS.get()
     if focus is not None and clause not in focus.clauses:
-        focus.derailed = focus.derailed or (clause, message)
+        if not _DERAILED:
+            _DERAILED.append((clause, message))
         from hypothesis import currently_in_test_context, reject
 
         if currently_in_test_context():
             reject()
-        raise _Derailed(clause)  # a plain test: nothing else to try
+        raise Derailed(clause)  # a plain test: nothing else to try
     raise ClauseFailure(clause, message)
 
 
-class _Derailed(Exception):
-    """A focused plain test stopped at another clause (``focused_on`` skips it)."""
+class Derailed(Exception):
+    """A focused plain test stopped at another clause (the plugin skips it as not checked)."""
 
 
 @contextmanager
 def focused_on(*clauses: str) -> Iterator[None]:
-    """Run a Hypothesis test that checks only ``clauses``, whatever else the subject breaks.
+    """Check only ``clauses`` in this block, whatever else the subject breaks.
 
-    A failure of another clause does not stop the test: that example is dropped
-    (``hypothesis.reject``) and the search goes on, so ``clauses`` are checked to
-    the end on every example that reaches them. One such test per clause, each
-    tagged with its clause alone, keeps an expected failure of one clause from
-    leaving the others unchecked. If no example got through, the test is skipped as
-    *not checked*, naming the clause that stopped every one: never a vacuous pass.
-    Use it around a ``@given`` test or a state machine run, not around plain code.
+    Put it around the body of a ``@given`` test (one example) or of a plain test. A
+    failure of another clause does not fail the test: that example is dropped
+    (``hypothesis.reject``) and the search goes on, so ``clauses`` are checked to the
+    end on every example that reaches them. One such test per clause (``per_clause``),
+    each tagged with its clause alone, keeps an expected failure of one clause from
+    leaving the others unchecked. If no example got through, the plugin reports the
+    test skipped as *not checked*, naming the clause that stopped the first one
+    (``not_checked_reason``): never a vacuous pass.
+    """
+    token = _FOCUS.set(_Focus(frozenset(clauses)))
+    try:
+        yield
+    finally:
+        _FOCUS.reset(token)
+
+
+def forget_derailments() -> None:
+    """Start a test with no derailment recorded (see ``not_checked_reason``)."""
+    _DERAILED.clear()
+
+
+def not_checked_reason(error: BaseException) -> str | None:
+    """Why a focused test that ended in ``error`` checked nothing, or ``None`` if it did.
+
+    ``error`` is Hypothesis' ``Unsatisfiable`` (every example dropped) or ``Derailed``
+    (a plain test's only run dropped), after at least one derailment.
     """
     from hypothesis.errors import Unsatisfiable
 
-    focus = _Focus(frozenset(clauses))
-    token = _FOCUS.set(focus)
-    try:
-        yield
-    except (Unsatisfiable, _Derailed):  # every example dropped; a plain test's only one
-        import pytest
-
-        clause, message = focus.derailed or ("?", "")
-        pytest.skip(f"{NOT_CHECKED}: every example stopped at {clause} first: {message}")
-    finally:
-        _FOCUS.reset(token)
+    if not _DERAILED or not isinstance(error, Unsatisfiable | Derailed):
+        return None
+    clause, message = _DERAILED[0]
+    return f"{NOT_CHECKED}: every example stopped at {clause} first: {message}"
 
 
 def per_clause(*clauses: str) -> Any:
     """``pytest.mark.parametrize("focus", ...)``: one case per clause, tagged with it alone.
 
-    The test runs its checks inside ``focused_on(focus)``; see there.
+    The test runs its checks inside ``with focused_on(focus):``; see there.
     """
     import pytest
 

@@ -156,6 +156,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # controller collects none and only learns how many its workers did.
         "collected": {},
         "collected_count": None,
+        "profile_loaded": False,
     }
     if _suite_requested(config):
         _hypothesis_for_the_suite(config, profile)
@@ -197,12 +198,14 @@ def _state(config: pytest.Config) -> dict[str, Any]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection(session: pytest.Session) -> None:
-    """Narrow the devices before the suite's modules are imported: their strategies read
-    ``available_devices()`` once, at import. ``--sessionstate-devices`` wins over
+    """Load the profile and narrow the devices before the suite's modules are imported: a
+    ``@given`` test keeps the settings in force where it is defined, and the strategies
+    read ``available_devices()`` once, at import. ``--sessionstate-devices`` wins over
     ``Subject.devices``; an xdist controller allocates nothing and loads no subject."""
     config = session.config
     if not _suite_requested(config) or _is_xdist_controller(config):
         return
+    _load_profile(config)
     from sessionstate.conformance._model.memory import select_devices
 
     option = config.getoption("--sessionstate-devices")
@@ -407,8 +410,8 @@ def pytest_collection_modifyitems(
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
-    if any(item_clauses(item) for item in keep):
-        _load_profile(state)
+    if any(item_clauses(item) for item in keep) and not state["profile_loaded"]:
+        _load_profile(config)  # suite tests collected from a path we did not recognise
     if keep and all(item_clauses(item) for item in keep):
         _freeze_what_collection_made()
 
@@ -443,7 +446,6 @@ def _arm_reproduction(config: pytest.Config, state: dict[str, Any]) -> None:
             parse_blob(blob)
         except ValueError as error:
             raise pytest.UsageError(f"--sessionstate-blob: {error}") from None
-        state["replay"] = blob  # loaded with the profile (``_load_profile``)
 
 
 def _selected_clauses(config: pytest.Config) -> list[str]:
@@ -462,8 +464,9 @@ def _selected_clauses(config: pytest.Config) -> list[str]:
     return [c for c in known if not wanted or c in wanted or known[c].group in wanted]
 
 
-def _load_profile(state: dict[str, Any]) -> None:
-    """Load the suite's Hypothesis profile, once conformance tests are about to run.
+def _load_profile(config: pytest.Config) -> None:
+    """Load the suite's Hypothesis profile (and ``--sessionstate-blob``'s case on top of it)
+    before the suite's modules are imported.
 
     Not at configure time: the plugin is installed for every pytest run in the
     environment, and a run of the caller's own tests must keep its own Hypothesis
@@ -471,12 +474,15 @@ def _load_profile(state: dict[str, Any]) -> None:
     """
     from sessionstate.conformance._harness.profiles import load_profile
 
+    state = _state(config)
     load_profile(state["profile"], seed=state["seed"])
-    if state.get("replay"):  # --sessionstate-blob: that one case, on top of the profile
+    state["profile_loaded"] = True
+    blob = config.getoption("--sessionstate-blob")
+    if blob and config.getoption("--sessionstate-reproduce"):  # that one case, and only it
         from sessionstate.conformance._harness.reproduce import load_replay
 
         try:
-            load_replay(state["replay"])
+            load_replay(blob)
         except ValueError as error:
             raise pytest.UsageError(f"--sessionstate-blob: {error}") from None
 
@@ -560,19 +566,30 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     gets ``watchdog.Hang`` raised into it, which fails the test; other tests run as they are.
 
     A hang the subject swallowed, or turned into another exception, still fails the test
-    as the hang: the deadlock is what went wrong.
+    as the hang: the deadlock is what went wrong. A focused test that no example got
+    through (``checks.focused_on``) is skipped as not checked.
     """
-    seconds = _state(item.config)["call_timeout"] if _STATE in item.config.stash else None
-    if seconds is None or not _inside(item.path, _SUITE_DIR):
+    if not _inside(item.path, _SUITE_DIR):
         yield
         return
-    from sessionstate.conformance._harness.watchdog import Watchdog
+    from sessionstate.conformance.checks import forget_derailments, not_checked_reason
 
-    with Watchdog(seconds) as watch:
+    forget_derailments()
+    seconds = _state(item.config)["call_timeout"] if _STATE in item.config.stash else None
+    if seconds is None:
         outcome = yield
-    fired = watch.fired
-    if fired is not None and (outcome.excinfo is None or outcome.excinfo[1] is not fired):
-        outcome.force_exception(fired)
+    else:
+        from sessionstate.conformance._harness.watchdog import Watchdog
+
+        with Watchdog(seconds) as watch:
+            outcome = yield
+        fired = watch.fired
+        if fired is not None and (outcome.excinfo is None or outcome.excinfo[1] is not fired):
+            outcome.force_exception(fired)
+            return
+    reason = not_checked_reason(outcome.excinfo[1]) if outcome.excinfo else None
+    if reason:
+        outcome.force_exception(pytest.skip.Exception(reason))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -8,7 +8,7 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sessionstate.conformance._harness.applicability import NOT_APPLICABLE
@@ -26,7 +26,7 @@ class UsageError(Exception):
     """
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Subject:
     """An implementation under test.
 
@@ -63,8 +63,10 @@ class Subject:
     devices: Sequence[str] | None = None
     state_objects: Sequence[Any] = ()
     adapters: Sequence[Any] = ()
-    version: str = ""
-    extras: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        # Short, because Hypothesis prints it at the top of every failing case.
+        return f"Subject({self.name!r})"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "capabilities", frozenset(self.capabilities))

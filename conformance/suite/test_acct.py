@@ -122,22 +122,17 @@ _nonempty_views = values_from(_single(allocations(zero_size=False)))
 
 
 @per_clause("ACCT-1", "ACCT-4")
-def test_tensor_counts_its_whole_storage(subject: Any, focus: str) -> None:
+@given(held=_nonempty_views)
+@example(held=_derived(allocate("cpu", (64, 16)), ".narrow(0, 1, 1)"))
+@example(held=_derived(allocate("cpu", (8, 4)), ".unsqueeze(0).expand(2, 8, 4)"))
+def test_tensor_counts_its_whole_storage(subject: Any, focus: str, held: Held) -> None:
     """Any view of an allocation, alone, counts the allocation's whole storage."""
-    accounting = accounting_of(subject)
-
-    @given(_nonempty_views)
-    @example(_derived(allocate("cpu", (64, 16)), ".narrow(0, 1, 1)"))
-    @example(_derived(allocate("cpu", (8, 4)), ".unsqueeze(0).expand(2, 8, 4)"))
-    def run(held: Held) -> None:
+    with focused_on(focus):
         call = f"device_bytes({held!r}, set())"
-        observed = count(accounting, held.value, set(), "ACCT-1", call)
+        observed = count(accounting_of(subject), held.value, set(), "ACCT-1", call)
         expected = expected_bytes([held])
         clause = "ACCT-4" if set(nonzero(observed)) != set(expected) else "ACCT-1"
         check_bytes(observed, expected, clause, call, definitions([held]))
-
-    with focused_on(focus):
-        run()
 
 
 _views_of_one = _views_of(_single(allocations()), "ACCT-2")

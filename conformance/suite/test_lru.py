@@ -11,13 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from sessionstate.conformance._machine.manager import (
-    ManagerMachine,
-    OrderMachine,
-    replay,
-    run_machine,
-)
+from sessionstate.conformance._machine.manager import ManagerMachine, OrderMachine, replay
+from sessionstate.conformance._machine.stateful import run_steps
 from sessionstate.conformance.checks import check
 
 G, D, C = "get_or_create_session", "drop_session", "contains"
@@ -39,15 +37,17 @@ PROGRAMS = [
 
 
 @pytest.mark.clause(*ManagerMachine.CLAUSES)
-def test_manager_machine(subject: Any) -> None:
+@given(data=st.data())
+def test_manager_machine(subject: Any, data: st.DataObject) -> None:
     """Random programs of get_or_create_session, drop_session and `in` agree with the model."""
-    run_machine(ManagerMachine, subject)
+    run_steps(lambda: ManagerMachine(subject), data)
 
 
 @pytest.mark.clause(*OrderMachine.CLAUSES)
-def test_order_machine(subject: Any) -> None:
+@given(data=st.data())
+def test_order_machine(subject: Any, data: st.DataObject) -> None:
     """The same on four plain ids with two or three slots, where LRU order decides most misses."""
-    run_machine(OrderMachine, subject)
+    run_steps(lambda: OrderMachine(subject), data)
 
 
 @pytest.mark.clause(*ManagerMachine.CLAUSES)

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import pytest
-from _pytest.outcomes import Skipped
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.errors import Unsatisfiable
 
-from sessionstate.conformance.checks import ClauseFailure, check, check_bytes, focused_on
+from sessionstate.conformance.checks import (
+    ClauseFailure,
+    Derailed,
+    check,
+    check_bytes,
+    focused_on,
+    forget_derailments,
+    not_checked_reason,
+)
 
 
 def test_byte_failures_show_what_the_subject_returned() -> None:
@@ -31,12 +39,13 @@ def test_a_focused_test_drops_examples_that_break_another_clause() -> None:
     @_quiet
     @given(st.integers(0, 9))
     def run(n: int) -> None:
-        check(n % 2 == 0, "ENV-1", "odd")  # the subject's other bug
-        checked.append(n)
-        check(True, "ENV-3", "never fails")
+        with focused_on("ENV-3"):
+            check(n % 2 == 0, "ENV-1", "odd")  # the subject's other bug
+            checked.append(n)
+            check(True, "ENV-3", "never fails")
 
-    with focused_on("ENV-3"):
-        run()
+    forget_derailments()
+    run()
     assert checked and all(n % 2 == 0 for n in checked)
 
 
@@ -44,9 +53,10 @@ def test_a_failure_of_the_focused_clause_still_fails() -> None:
     @_quiet
     @given(st.integers(0, 9))
     def run(n: int) -> None:
-        check(n < 5, "ENV-3", f"{n} is too large")
+        with focused_on("ENV-3"):
+            check(n < 5, "ENV-3", f"{n} is too large")
 
-    with pytest.raises(ClauseFailure) as info, focused_on("ENV-3"):
+    with pytest.raises(ClauseFailure) as info:
         run()
     assert info.value.clause == "ENV-3"
 
@@ -55,17 +65,30 @@ def test_a_focused_test_no_example_got_through_is_not_checked_never_passed() -> 
     @_quiet
     @given(st.integers(0, 9))
     def run(n: int) -> None:
-        check(False, "ENV-1", "always broken")
+        with focused_on("ENV-3"):
+            check(False, "ENV-1", "always broken")
 
-    stopped = "not checked: every example stopped at ENV-1 first"
-    with pytest.raises(Skipped, match=stopped), focused_on("ENV-3"):
+    forget_derailments()
+    with pytest.raises(Unsatisfiable) as info:
         run()
+    reason = not_checked_reason(info.value)
+    assert reason is not None
+    assert reason.startswith("not checked: every example stopped at ENV-1 first: always broken")
 
 
 def test_a_focused_plain_test_stopped_by_another_clause_is_not_checked() -> None:
-    stopped = "not checked: every example stopped at ACCT-3 first"
-    with pytest.raises(Skipped, match=stopped), focused_on("ACCT-4"):
+    forget_derailments()
+    with pytest.raises(Derailed) as info, focused_on("ACCT-4"):
         check(False, "ACCT-3", "meta storages collide")
+    reason = not_checked_reason(info.value)
+    assert reason is not None and "stopped at ACCT-3 first" in reason
+
+
+def test_an_error_with_no_derailment_is_not_turned_into_a_skip() -> None:
+    """Unsatisfiable for any other reason (say, a strategy that filters everything out)
+    stays the error it is."""
+    forget_derailments()
+    assert not_checked_reason(Unsatisfiable("nothing drawn")) is None
 
 
 def test_outside_a_focus_every_failure_raises() -> None:

@@ -115,3 +115,28 @@ def test_a_missing_manager_is_not_applicable_never_passed(tmp_path: Path, run_ch
     assert all("no manager_factory" in clauses[c]["message"] for c in manager), run.describe()
     assert _not_passed(run, obj) == {}, run.describe()
     assert (run.report["verdict"], run.returncode) == ("conformant", 0), run.describe()
+
+
+COUNTS_NOTHING = """
+from sessionstate.conformance import Subject
+from sessionstate.fixtures.reference_subject import subject as reference
+
+# Every tensor counts nothing: each view's devices are wrong (ACCT-4) before its size is.
+subject = Subject(name="counts-nothing", manager_factory=reference.manager_factory,
+                  accounting=lambda value, seen: {})
+"""
+
+
+def test_a_focused_test_no_example_got_through_is_unchecked(tmp_path: Path, run_check: Any) -> None:
+    """ACCT-1's focused case of the whole-storage test drops every example (each breaks
+    ACCT-4 first): the plugin reports it skipped as not checked, so ACCT-1 is unchecked,
+    naming ACCT-4; it is never passed on examples it did not check."""
+    target = _module(tmp_path, "counts_nothing_subject", COUNTS_NOTHING)
+    run = run_check(target, ["ACCT-1", "ACCT-4"])
+    tests = {t["nodeid"].rsplit("::", 1)[1]: t for t in run.report["tests"]}
+    focused = tests["test_tensor_counts_its_whole_storage[ACCT-1]"]
+    assert focused["outcome"] == "skipped", run.describe()
+    assert "not checked: every example stopped at ACCT-4 first" in focused["message"], (
+        run.describe()
+    )
+    assert run.outcomes(["ACCT-1", "ACCT-4"]) == {"ACCT-1": "unchecked", "ACCT-4": "failed"}

@@ -1,0 +1,46 @@
+"""Running a state machine as the body of an ordinary ``@given`` test.
+
+Every property of the suite is a Hypothesis test that pytest collects as it is, so
+that HypoFuzz (``hypothesis fuzz``) can fuzz it and fixtures (``subject``) and
+``parametrize`` (one machine per ``StateObjectSpec``) work as for any test::
+
+    @pytest.mark.clause(*ManagerMachine.CLAUSES)
+    @given(data=st.data())
+    def test_manager_machine(subject, data):
+        run_steps(lambda: ManagerMachine(subject), data)
+
+The program is Hypothesis' own: ``get_state_machine_test`` is the function HypoFuzz
+calls for a ``Machine.TestCase``, and its ``inner_test`` draws the steps from
+``data`` and prints the shrunk program, so nothing of the stateful engine is
+written again here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextvars import ContextVar
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test
+
+__all__ = ["run_steps"]
+
+_FACTORY: ContextVar[Callable[[], RuleBasedStateMachine]] = ContextVar("sessionstate_machine")
+
+# Built once, here: ``get_state_machine_test`` applies ``@given``, and applying it inside a
+# running test is a nested ``@given`` (a health check HypoFuzz insists stays on). Its
+# factory builds whatever machine the running test asked for.
+_PROGRAM = get_state_machine_test(lambda: _FACTORY.get()())  # type: ignore[arg-type,return-value]
+
+
+def run_steps(factory: Callable[[], RuleBasedStateMachine], data: st.DataObject) -> None:
+    """Run one program of the machine ``factory()`` builds, its steps drawn from ``data``.
+
+    The calling test's settings (the loaded profile) decide how many programs run and
+    how long each is (``stateful_step_count``).
+    """
+    token = _FACTORY.set(factory)
+    try:
+        _PROGRAM.hypothesis.inner_test(data)  # type: ignore[attr-defined]
+    finally:
+        _FACTORY.reset(token)
