@@ -22,6 +22,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
+from sessionstate.conformance._model.manager import LruTable, spec_key
+
 __all__ = [
     "DEFAULT_BUDGET",
     "Call",
@@ -213,7 +215,9 @@ class Recorder:
 
 
 class _LruState(NamedTuple):
-    table: tuple[tuple[str, str], ...]  # (key, session label), least recent first
+    """An ``LruTable`` frozen, so the search can remember the states it has seen."""
+
+    table: tuple[tuple[Hashable, object], ...]  # (key, session label), least recent first
     created: frozenset[str]
     hits: int
     misses: int
@@ -223,11 +227,12 @@ class _LruState(NamedTuple):
 class LruModel:
     """The manager as a sequential specification (contract section 4, SPEC LRU/DROP/STATS).
 
-    Calls use normalised string keys. ``get_or_create_session`` must return
-    the table's session on a hit and a never-seen session on a miss;
-    ``drop_session`` returns whether the key was present; ``len`` and ``in``
-    are pure reads; ``stats`` is observed as ``(sessions, hits, misses,
-    evictions)``.
+    Each step asks the suite's one LRU oracle (``_model.manager.LruTable``) what the
+    call does, on a table thawed from the frozen state. Calls use normalised string
+    keys. ``get_or_create_session`` must return the table's session on a hit and a
+    never-seen session on a miss; ``drop_session`` returns whether the key was
+    present; ``len`` and ``in`` are pure reads; ``stats`` is observed as
+    ``(sessions, hits, misses, evictions)``.
     """
 
     def __init__(self, max_sessions: int) -> None:
@@ -240,35 +245,37 @@ class LruModel:
         handler = getattr(self, f"_{call.method}")
         return handler(state, call)  # type: ignore[no-any-return]
 
-    def _get_or_create_session(self, state: _LruState, call: Call) -> Step:
-        key, table = call.args[0], dict(state.table)
-        if key in table:
-            label = table.pop(key)
-            after = (*tuple(table.items()), (key, label))
-            return Step(
-                call.result == label, state._replace(table=after, hits=state.hits + 1), label
-            )
-        fresh = call.result not in state.created
-        after = (*state.table, (key, call.result))
-        overflow = max(0, len(after) - self.max_sessions)
-        new = state._replace(
-            table=after[overflow:],
-            created=state.created | {call.result},
-            misses=state.misses + 1,
-            evictions=state.evictions + overflow,
+    def _thaw(self, state: _LruState) -> LruTable:
+        table = LruTable(self.max_sessions)
+        table.order = dict(state.table)
+        table.hits, table.misses, table.evictions = state.hits, state.misses, state.evictions
+        return table
+
+    @staticmethod
+    def _freeze(table: LruTable, created: frozenset[str]) -> _LruState:
+        return _LruState(
+            tuple(table.order.items()), created, table.hits, table.misses, table.evictions
         )
-        return Step(fresh, new, "a new session")
+
+    def _get_or_create_session(self, state: _LruState, call: Call) -> Step:
+        table = self._thaw(state)
+        key = call.args[0]
+        if table.get_or_create_session(key, payload=call.result).hit:
+            label = table.order[spec_key(key)]
+            return Step(call.result == label, self._freeze(table, state.created), label)
+        fresh = call.result not in state.created
+        return Step(fresh, self._freeze(table, state.created | {call.result}), "a new session")
 
     def _drop_session(self, state: _LruState, call: Call) -> Step:
-        after = tuple(item for item in state.table if item[0] != call.args[0])
-        present = len(after) != len(state.table)
-        return Step(call.result == present, state._replace(table=after), present)
+        table = self._thaw(state)
+        present = table.drop_session(call.args[0])
+        return Step(call.result == present, self._freeze(table, state.created), present)
 
     def _len(self, state: _LruState, call: Call) -> Step:
         return Step(call.result == len(state.table), state, len(state.table))
 
     def _in(self, state: _LruState, call: Call) -> Step:
-        present = any(key == call.args[0] for key, _ in state.table)
+        present = self._thaw(state).contains(call.args[0])
         return Step(call.result == present, state, present)
 
     def _stats(self, state: _LruState, call: Call) -> Step:

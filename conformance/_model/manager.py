@@ -24,6 +24,7 @@ from typing import Any
 from sessionstate.conformance._model.memory import Held, expected_bytes
 
 __all__ = [
+    "NON_POSITIVE",
     "SPEC",
     "SUSPECTS",
     "BufferModel",
@@ -31,6 +32,7 @@ __all__ = [
     "LruTable",
     "ManagerModel",
     "Observation",
+    "Outcome",
     "Semantics",
     "SessionModel",
     "grouped_key",
@@ -44,7 +46,9 @@ KeyFn = Callable[[object], Hashable]
 
 
 def spec_key(session_id: object) -> str:
-    """The table key of ``session_id``: falsy ids are "default" (KEY-1), others ``str`` (KEY-2)."""
+    """The table key of ``session_id``: falsy ids are "default" (KEY-1), others ``str`` (KEY-2).
+
+    The one key function of the suite: every machine and model names sessions by it."""
     return str(session_id) if session_id else "default"
 
 
@@ -105,40 +109,77 @@ def key_clause(ids: Sequence[object], semantics: Semantics) -> str | None:
     return None
 
 
-class LruTable:
-    """Table keys, least recently used first, with the cap and the counters.
+#: What ``raise_max_sessions(n)`` raises for ``n <= 0`` (ADMIT-7) and the constructor
+#: for a non-positive cap (LRU-8), by message.
+NON_POSITIVE = "max_sessions must be positive"
 
-    Each method is one manager call; it returns what the call should return
-    (and, for a lookup, which keys it should evict).
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one ``get_or_create_session`` does: a hit, an admitted miss (with the keys
+    it evicted, least recent first) or, on a full refusing table, a refused miss."""
+
+    kind: str  # "hit", "miss" or "refused"
+    evicted: tuple[Hashable, ...] = ()
+
+    @property
+    def hit(self) -> bool:
+        return self.kind == "hit"
+
+
+class LruTable:
+    """The manager's table: keys in LRU order, the cap, the admission policy, the counters.
+
+    The one LRU oracle of the suite: the manager, admission and lock machines and the
+    linearizability checker all ask it. Each method is one manager call and returns
+    what the call should return. ``order`` maps each key to whatever its user keeps
+    there (a session label, ``None``); ``drops``, ``flipped`` and
+    ``initial_max_sessions`` are history the machines use to name the clause a
+    difference breaks. A refused miss counts nowhere (ADMIT-3).
     """
 
-    def __init__(self, max_sessions: int, semantics: Semantics = SPEC) -> None:
-        self.max_sessions = max_sessions
+    def __init__(
+        self, max_sessions: int, semantics: Semantics = SPEC, *, evict_when_full: bool = True
+    ) -> None:
+        if max_sessions <= 0:
+            raise ValueError(f"{NON_POSITIVE}, got {max_sessions}")
+        self.max_sessions = self.initial_max_sessions = max_sessions
         self.semantics = semantics
-        self.order: dict[Hashable, None] = {}  # insertion order == LRU order
+        self.evict_when_full = evict_when_full
+        self.flipped = False
+        self.order: dict[Hashable, object] = {}  # insertion order == LRU order
         self.hits = self.misses = self.evictions = self.drops = 0
 
     def _touch(self, key: Hashable) -> None:
-        del self.order[key]
-        self.order[key] = None
+        self.order[key] = self.order.pop(key)
 
-    def get_or_create_session(self, session_id: object) -> tuple[bool, list[Hashable]]:
-        """(hit?, evicted keys): LRU-1, LRU-2, LRU-3, LRU-4."""
+    def __len__(self) -> int:
+        return len(self.order)
+
+    @property
+    def full(self) -> bool:
+        return len(self.order) >= self.max_sessions
+
+    def get_or_create_session(self, session_id: object, payload: object = None) -> Outcome:
+        """LRU-1..4, ADMIT-1..4: a hit refreshes the key; a miss appends it with
+        ``payload`` and evicts from the front, or is refused when full and refusing."""
         key = self.semantics.get_key(session_id)
         if key in self.order:
             self.hits += 1
             if self.semantics.hit_refreshes:
                 self._touch(key)
-            return True, []
+            return Outcome("hit")
+        if self.full and not self.evict_when_full:
+            return Outcome("refused")  # ADMIT-2, ADMIT-3: nothing changes
         self.misses += 1
-        self.order[key] = None  # the newcomer is last, so never the victim below
+        self.order[key] = payload  # the newcomer is last, so never the victim below (LRU-4)
         victims = []
         while len(self.order) > self.max_sessions:
             victim = next(iter(self.order))
             del self.order[victim]
             victims.append(victim)
-            self.evictions += 1
-        return False, victims
+        self.evictions += len(victims)
+        return Outcome("miss", tuple(victims))
 
     def drop_session(self, session_id: object) -> bool:
         """DROP-1, DROP-2, DROP-3: remove the key; counters and others' order stay."""
@@ -157,6 +198,20 @@ class LruTable:
             self._touch(key)
         return present
 
+    def raise_max_sessions(self, max_sessions: int) -> bool:
+        """Raise the cap only upwards (ADMIT-6); reject ``n <= 0`` (ADMIT-7)."""
+        if max_sessions <= 0:
+            raise ValueError(f"{NON_POSITIVE}, got {max_sessions}")
+        if max_sessions <= self.max_sessions:
+            return False
+        self.max_sessions = max_sessions
+        return True
+
+    def set_evict_when_full(self, flag: bool) -> None:
+        """Switch the policy for later misses (ADMIT-11); the table stays as it is."""
+        self.evict_when_full = flag
+        self.flipped = True
+
     def counters(self) -> dict[str, int]:
         return {"hits": self.hits, "misses": self.misses, "evictions": self.evictions}
 
@@ -164,10 +219,18 @@ class LruTable:
         """Keys, least recently used first."""
         return list(self.order)
 
+    def describe(self) -> str:
+        """The table in one line, for failure messages."""
+        policy = "" if self.evict_when_full else ", evict_when_full=False"
+        return (
+            f"LRU order (least recent first) {self.keys()}, max_sessions={self.max_sessions}"
+            f"{policy}, {self.counters()}, drops={self.drops}"
+        )
+
     def predict(self, call: str, session_id: object) -> object:
         """What ``call`` (a ``Observation`` kind) should observe now, applying it."""
         if call == "get_or_create_session":
-            return self.get_or_create_session(session_id)[0]
+            return self.get_or_create_session(session_id).hit
         if call == "drop_session":
             return self.drop_session(session_id)
         if call == "contains":
@@ -283,9 +346,10 @@ class ManagerModel:
         self, session_id: object, obj: object
     ) -> tuple[SessionModel, list[SessionModel]]:
         """(the session returned, the sessions evicted); ``obj`` is what a miss created."""
-        hit, victims = self.lru.get_or_create_session(session_id)
+        outcome = self.lru.get_or_create_session(session_id)
         key = spec_key(session_id)
-        if not hit:
+        victims = outcome.evicted
+        if not outcome.hit:
             self.table[key] = SessionModel(len(self.sessions), session_id, obj)
             self.sessions.append(self.table[key])
         evicted = [self.table.pop(victim) for victim in victims]
@@ -314,7 +378,4 @@ class ManagerModel:
 
     def describe(self) -> str:
         """The model's state in one line, for failure messages."""
-        return (
-            f"model: LRU order (least recent first) {self.lru.keys()}, "
-            f"max_sessions={self.max_sessions}, {self.lru.counters()}, drops={self.lru.drops}"
-        )
+        return f"model: {self.lru.describe()}"

@@ -12,6 +12,7 @@ from sessionstate.conformance._model.manager import (
     LruTable,
     ManagerModel,
     Observation,
+    Outcome,
     Semantics,
     grouped_key,
     key_clause,
@@ -55,22 +56,49 @@ class TestLruTable:
     def test_miss_then_hit(self) -> None:
         """A miss counts a miss; the same key again is a hit."""
         table = LruTable(3)
-        assert table.get_or_create_session("a") == (False, [])
-        assert table.get_or_create_session("a") == (True, [])
+        assert table.get_or_create_session("a") == Outcome("miss")
+        assert table.get_or_create_session("a") == Outcome("hit")
         assert table.counters() == {"hits": 1, "misses": 1, "evictions": 0}
 
     def test_miss_over_capacity_evicts_least_recent(self) -> None:
         """The least recently used key goes; a hit made "a" recent (LRU-3, LRU-4)."""
         table = _table(2, "a", "b", "a")
-        assert table.get_or_create_session("c") == (False, ["b"])
+        assert table.get_or_create_session("c") == Outcome("miss", ("b",))
         assert table.keys() == ["a", "c"]
         assert table.counters() == {"hits": 1, "misses": 3, "evictions": 1}
 
     def test_newcomer_is_never_the_victim(self) -> None:
         """With one slot the predecessor goes, never the key just created."""
         table = _table(1, "a")
-        assert table.get_or_create_session("b") == (False, ["a"])
+        assert table.get_or_create_session("b") == Outcome("miss", ("a",))
         assert table.keys() == ["b"]
+
+    def test_a_full_refusing_table_refuses_and_changes_nothing(self) -> None:
+        """ADMIT-1..4: at the cap a miss is refused, counted nowhere; hits are served."""
+        table = LruTable(2, evict_when_full=False)
+        assert [table.get_or_create_session(i) for i in ("a", None)] == [Outcome("miss")] * 2
+        assert table.get_or_create_session("c") == Outcome("refused")
+        assert table.get_or_create_session("a") == Outcome("hit")
+        assert (table.keys(), table.counters()) == (
+            ["default", "a"],
+            {"hits": 1, "misses": 2, "evictions": 0},
+        )
+
+    def test_the_cap_only_rises_and_the_policy_is_live(self) -> None:
+        """ADMIT-6, ADMIT-7, ADMIT-11."""
+        table = _table(1, "a")
+        assert table.raise_max_sessions(1) is False
+        assert table.raise_max_sessions(2) is True
+        with pytest.raises(ValueError, match="max_sessions must be positive"):
+            table.raise_max_sessions(0)
+        table.set_evict_when_full(False)
+        assert table.get_or_create_session("b") == Outcome("miss")
+        assert table.get_or_create_session("c") == Outcome("refused")
+        assert (table.flipped, table.initial_max_sessions, table.max_sessions) == (True, 1, 2)
+
+    def test_a_non_positive_cap_is_rejected(self) -> None:
+        with pytest.raises(ValueError, match="max_sessions must be positive"):
+            LruTable(0)
 
     def test_drop_keeps_counters_and_order(self) -> None:
         """DROP-1..3: present returns True; absent False; counters and others' order stay."""
@@ -104,7 +132,7 @@ class TestLruTable:
 class TestSuspects:
     def test_hit_without_refresh_evicts_the_hit_session(self) -> None:
         table = _table(2, "a", "b", "a", semantics=Semantics(hit_refreshes=False))
-        assert table.get_or_create_session("c") == (False, ["a"])
+        assert table.get_or_create_session("c") == Outcome("miss", ("a",))
 
     def test_suspects_are_the_order_deviations(self) -> None:
         """Key suspects are learned from the subject; the fixed ones are about order."""
