@@ -1,8 +1,31 @@
-"""``sessionstate explain CLAUSE``: the clause, its rationale, and the tests that check it."""
+"""``sessionstate explain CLAUSE``: where a clause lives, in one screen.
+
+For one clause it prints the SPEC text, then every place a reader changing the
+clause must look at:
+
+* the suite's tests that can fail it: the tests tagged with it, as pytest collects
+  them (so exactly the tests whose failure a report puts under the clause), grouped
+  into the ones aimed at it, the state machines that check it on every step, and
+  the others that check it on the way;
+* the lines of the suite's model and machines (``conformance/_model``,
+  ``conformance/_machine``) that name it: its oracle, its checks, its blame rules;
+* the zoo subjects that plant a bug in it (``fixtures/zoo``), each with its bug;
+* the lines of the reference implementation tagged with it (``# LRU-3: ...``
+  comments in ``reference/``).
+
+Clause ranges in the suite's text (``ADMIT-1..4``) count for every clause in them.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import re
 import sys
+import tokenize
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,7 +33,82 @@ import pytest
 from sessionstate.conformance.clauses import all_clauses
 from sessionstate.conformance.subject import _did_you_mean
 
-__all__ = ["clause_tests", "explain"]
+__all__ = ["Mention", "clause_tests", "explain", "mentions", "reference_tags", "zoo_subjects"]
+
+#: ``LRU-3`` or a range ``ADMIT-1..4``.
+_CLAUSE = re.compile(r"\b([A-Z]+)-(\d+)(?:\.\.(\d+))?\b")
+
+_CONFORMANCE = Path(__file__).resolve().parent.parent
+#: ``conformance/``, ``reference/`` and ``fixtures/`` sit side by side here, installed
+#: (``sessionstate/``) or in a checkout: paths are shown relative to it.
+_ROOT = _CONFORMANCE.parent
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A line of source that names a clause."""
+
+    path: str  # e.g. conformance/_machine/manager.py
+    line: int
+    text: str
+
+    def __str__(self) -> str:
+        text = self.text if len(self.text) <= 88 else self.text[:85] + "..."
+        return f"{self.path}:{self.line}  {text}"
+
+
+def _ids(text: str) -> set[str]:
+    """The clause ids ``text`` names, ranges expanded."""
+    found = set()
+    for prefix, first, last in _CLAUSE.findall(text):
+        stop = int(last) if last else int(first)
+        found.update(f"{prefix}-{n}" for n in range(int(first), stop + 1))
+    return found
+
+
+def _shown(path: Path) -> str:
+    try:
+        return path.relative_to(_ROOT).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def mentions(clause_id: str, folders: Iterable[Path]) -> list[Mention]:
+    """Every line of the ``.py`` files under ``folders`` that names ``clause_id``."""
+    found = []
+    for folder in folders:
+        for path in sorted(folder.rglob("*.py")):
+            lines = path.read_text(encoding="utf-8").splitlines()
+            for number, line in enumerate(lines, 1):
+                if clause_id in _ids(line):
+                    found.append(Mention(_shown(path), number, line.strip()))
+    return found
+
+
+def _comments(path: Path) -> Iterator[tuple[int, str]]:
+    with path.open("rb") as source:
+        for token in tokenize.tokenize(source.readline):
+            if token.type == tokenize.COMMENT:
+                yield token.start[0], token.string
+
+
+def reference_tags(clause_id: str) -> list[Mention]:
+    """The reference's lines tagged with ``clause_id`` by a comment."""
+    folder = _ROOT / "reference"
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for number, comment in _comments(path):
+            if clause_id in _ids(comment):
+                found.append(Mention(_shown(path), number, lines[number - 1].strip()))
+    return found
+
+
+def zoo_subjects(clause_id: str) -> list[tuple[str, str]]:
+    """(module, bug) for every zoo subject whose planted bug fails ``clause_id``."""
+    from sessionstate.fixtures.zoo import ZOO
+
+    return [(f"fixtures/zoo/{e.name}.py", e.bug) for e in ZOO if clause_id in e.kills]
 
 
 class _Collector:
@@ -31,15 +129,61 @@ def clause_tests() -> dict[str, list[str]]:
     collector = _Collector()
     args = ["--collect-only", "-q", "-p", "no:cacheprovider", "--pyargs",
             "sessionstate.conformance.suite"]  # fmt: skip
-    import contextlib
-    import io
-
     with contextlib.redirect_stdout(io.StringIO()):
         pytest.main(args, plugins=[collector])
     return collector.by_clause
 
 
+def _short(nodeid: str) -> str:
+    return nodeid.split("suite/", 1)[-1]
+
+
+def _aimed_at(clause_id: str, nodeid: str, first_tag: dict[str, str]) -> bool:
+    """A case named after the clause (``[LRU-4-3]``, ``[ACCT-1]``) or a test whose first
+    tag, the clause it was written for, is this one."""
+    case = nodeid.partition("[")[2]
+    if case:
+        return case == f"{clause_id}]" or case.startswith(f"{clause_id}-")
+    return first_tag.get(nodeid) == clause_id
+
+
+def _test_groups(clause_id: str, tests: list[str]) -> list[tuple[str, list[str]]]:
+    first_tag = _first_tags()
+    aimed = [t for t in tests if _aimed_at(clause_id, t, first_tag)]
+    machines = [t for t in tests if t not in aimed and t.split("::")[-1].endswith("_machine")]
+    others = [t for t in tests if t not in aimed and t not in machines]
+    return [
+        ("aimed at it", aimed),
+        ("state machines that check it after every step", machines),
+        ("tests that check it on the way", others),
+    ]
+
+
+def _first_tags() -> dict[str, str]:
+    """Node id -> the first clause of its tags (collected once per process)."""
+    if not _FIRST:
+        for cid, nodeids in clause_tests().items():
+            for nodeid in nodeids:
+                _FIRST.setdefault(nodeid, cid)
+    return _FIRST
+
+
+_FIRST: dict[str, str] = {}
+
+
+def _grouped(nodeids: list[str]) -> list[str]:
+    """One line per test function: its parametrized cases listed after it."""
+    cases: dict[str, list[str]] = {}
+    for nodeid in nodeids:
+        function, _, case = _short(nodeid).partition("[")
+        cases.setdefault(function, [])
+        if case:
+            cases[function].append(case.rstrip("]"))
+    return [f"{f}[{', '.join(c)}]" if c else f for f, c in cases.items()]
+
+
 def explain(clause_id: str) -> int:
+    """Print where ``clause_id`` lives; 2 with a one-line error for an unknown id."""
     clauses = all_clauses()
     if clause_id not in clauses:
         hint = _did_you_mean(clause_id, list(clauses))
@@ -51,9 +195,24 @@ def explain(clause_id: str) -> int:
         print(f"Requires: {', '.join(sorted(clause.requires))}")
     print()
     print(clause.text)
-    print()
     tests = clause_tests().get(clause_id, [])
-    print(f"Checked by {len(tests)} test(s):")
-    for nodeid in tests:
-        print(f"  {nodeid}")
+    print(f"\nTests that can fail it ({len(tests)}, in conformance/suite/):")
+    for title, group in _test_groups(clause_id, tests):
+        if group:
+            print(f"  {title}:")
+            for line in _grouped(group):
+                print(f"    {line}")
+    suite = [_CONFORMANCE / "_model", _CONFORMANCE / "_machine"]
+    _section("Model and machine lines that name it", mentions(clause_id, suite))
+    zoo = zoo_subjects(clause_id)
+    print(f"\nZoo subjects that plant a bug in it ({len(zoo)}):")
+    for path, bug in zoo:
+        print(f"  {path}  {bug}")
+    _section("Reference lines tagged with it", reference_tags(clause_id))
     return 0
+
+
+def _section(title: str, found: list[Mention]) -> None:
+    print(f"\n{title} ({len(found)}):")
+    for mention in found:
+        print(f"  {mention}")
