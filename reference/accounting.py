@@ -49,7 +49,7 @@ _NOT_WALKED = (str, bytes, bytearray, memoryview)
 def merge_bytes(into: dict[str, int], other: Mapping[str, int]) -> dict[str, int]:
     """Add ``other`` into ``into`` device by device, in place; return ``into``."""
     for device, nbytes in other.items():
-        into[device] = into.get(device, 0) + nbytes
+        into[device] = into.get(device, 0) + nbytes  # ACCT-5: per device, in place
     return into
 
 
@@ -61,7 +61,7 @@ def device_bytes(value: object, seen: SeenStorages) -> dict[str, int]:
     each storage once overall. Returns a new dict; never raises on a value a
     session can hold.
     """
-    totals: dict[str, int] = {}
+    totals: dict[str, int] = {}  # ACCT-5: a new dict per call; only ``seen`` is shared
     _Walk(seen, totals).visit(value)
     return totals
 
@@ -85,9 +85,9 @@ class _Walk:
             self.tensor(value)
         elif isinstance(value, np.ndarray):
             self.array(value)
-        elif isinstance(value, _NOT_WALKED):
+        elif isinstance(value, _NOT_WALKED):  # ACCT-8: str, bytes and friends are not walked
             return
-        elif isinstance(value, Mapping):
+        elif isinstance(value, Mapping):  # ACCT-8: containers are walked to any depth
             if self.enter(value):
                 self.items(value.values())
         elif isinstance(value, Sequence) and self.enter(value):  # lists, tuples, deques...
@@ -103,7 +103,8 @@ class _Walk:
                 visit(item)
 
     def enter(self, container: object) -> bool:
-        # The container is alive for the whole pass, so its id is stable here.
+        # ACCT-9: each container is entered once per pass, so cycles terminate. The
+        # container is alive for the whole pass, so its id is stable here.
         key = id(container)
         if key in self.entered:
             return False
@@ -117,14 +118,14 @@ class _Walk:
         try:
             storage = tensor.untyped_storage()
         except (NotImplementedError, RuntimeError):
-            # Sparse layouts have no storage of their own (upstream lets this
+            # ACCT-9: sparse layouts have no storage of their own (upstream lets this
             # NotImplementedError escape, breaking stats() for every session);
             # their memory is their component tensors.
             parts = _sparse_components(tensor)
             for part in parts:
                 self.tensor(part)
             if not parts and tensor not in self.seen:
-                # Opaque layouts (mkldnn) expose no storage: count their
+                # ACCT-12: opaque layouts (mkldnn) expose no storage: count their
                 # elements, once per tensor object, rather than nothing.
                 self.seen.add(tensor)
                 device = str(tensor.device)
@@ -132,12 +133,12 @@ class _Walk:
                 self.totals[device] = self.totals.get(device, 0) + nbytes
             return
         seen = self.seen
-        if storage in seen:
+        if storage in seen:  # ACCT-2, ACCT-5: views share one storage, counted once per seen
             return
-        nbytes = storage.nbytes()
-        device = str(tensor.device)
+        nbytes = storage.nbytes()  # ACCT-1: the whole storage, not numel() * element_size()
+        device = str(tensor.device)  # ACCT-4: keyed by device, never summed across devices
         if nbytes and (self._spans is not None or not storage.resizable()) and device != "meta":
-            # Memory, not storage objects, is what is counted: two storages over one
+            # ACCT-7: memory, not storage objects, is what is counted: two storages over one
             # allocation (torch.from_numpy of an array, torch.from_dlpack of a tensor,
             # a storage torch only borrows) are one range of addresses. Live
             # allocations never overlap on a device, so the union of the ranges is
@@ -147,7 +148,7 @@ class _Walk:
             start = _address(storage)
             if start is not None:
                 nbytes = self.spans().cover(device, start, nbytes)
-        # Meta storages have no memory and all sit at address 0: told apart by identity.
+        # ACCT-3: meta storages have no memory and all sit at address 0: told apart by identity.
         seen.add(storage)  # also pins it: its address cannot be reused while seen lives
         totals = self.totals
         totals[device] = totals.get(device, 0) + nbytes
@@ -159,10 +160,11 @@ class _Walk:
 
     def array(self, array: np.ndarray) -> None:
         owner = array
+        # ACCT-6: a view counts the buffer of the array that owns the memory.
         while isinstance(owner.base, np.ndarray):
             owner = owner.base
         if isinstance(owner.base, torch.Tensor):
-            # ``tensor.numpy()``: the memory is that tensor's storage.
+            # ACCT-7: ``tensor.numpy()``: the memory is that tensor's storage.
             self.tensor(owner.base)
             return
         if owner.nbytes == 0:
@@ -172,6 +174,7 @@ class _Walk:
         # Pin the owner as ``seen`` pins counted storages: once freed, its
         # address could be reused by a new array that would then count 0.
         spans.owners.append(owner)
+        # ACCT-6, ACCT-7: under "cpu", bytes another value already holds alive count once.
         self.add("cpu", spans.cover("cpu", start, owner.nbytes))
 
 

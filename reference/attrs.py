@@ -66,6 +66,8 @@ def _attrs_of(instance: object) -> dict[str, object]:
     for holder in _HOLDERS:
         state = getattr(instance, holder, None)
         if isinstance(state, SessionState):
+            # ADAPT-3, ADAPT-7: the value lives in the session's attrs, where the next
+            # forward's adapter reads it and byte accounting sees it.
             return state.attrs
     raise AttributeError(
         f"{type(instance).__name__} uses SessionAttr but has no SessionState "

@@ -31,7 +31,7 @@ class StateObject(ABC, Generic[PayloadT, ViewT]):
     #: What this object can be rebuilt from after eviction (``None``: nothing).
     recompute_source: ClassVar[object] = None
     #: Relative cost of that rebuild, for an eviction planner.
-    recompute_cost: ClassVar[int] = 0
+    recompute_cost: ClassVar[int] = 0  # OBJ-10: an int >= 0
 
     _staged: PayloadT | None = None
 
@@ -66,11 +66,11 @@ class StateObject(ABC, Generic[PayloadT, ViewT]):
 
     def stage(self, payload: PayloadT) -> None:
         """Record ``payload`` for a later ``commit()``; otherwise inert."""
-        self._staged = payload
+        self._staged = payload  # OBJ-3: kept aside; nbytes_by_device never counts it
 
     def discard(self) -> None:
         """Drop the staged payload; committed bytes are never touched."""
-        self._staged = None
+        self._staged = None  # OBJ-3: committed state is left as it was
 
     def append(self, payload: PayloadT) -> None:
         """Add ``payload`` to the state; by default the same as ``commit``."""
@@ -82,6 +82,7 @@ class StateObject(ABC, Generic[PayloadT, ViewT]):
         Objects that must never be evicted (a constant-size recurrent state)
         override this to raise ``RuntimeError`` and stay resident.
         """
+        # OBJ-6: the bytes held before, then released: the object is left non-resident.
         freed = self.nbytes
         self.reset()
         return freed
@@ -89,9 +90,9 @@ class StateObject(ABC, Generic[PayloadT, ViewT]):
     @property
     def nbytes(self) -> int:
         """Committed bytes summed over devices (a budget wants the per-device split)."""
-        return sum(self.nbytes_by_device(set()).values())
+        return sum(self.nbytes_by_device(set()).values())  # OBJ-5: the per-device split, summed
 
     @property
     def recomputable(self) -> bool:
         """True only while a ``recompute_source`` is set and the object is resident."""
-        return self.recompute_source is not None and self.resident
+        return self.recompute_source is not None and self.resident  # OBJ-10: always a bool

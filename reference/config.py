@@ -41,6 +41,8 @@ def resolve_session_state_config(
     raw_enable = os.environ.get(ENABLE_ENV)
     if raw_enable is not None:
         flag = raw_enable.strip().lower()
+        # ENV-1: a recognised value wins over the argument, both ways; ENV-2: any
+        # other value falls through, silently.
         if flag in _TRUE:
             enable = True
         elif flag in _FALSE:
@@ -48,10 +50,11 @@ def resolve_session_state_config(
     raw_max = os.environ.get(MAX_SESSIONS_ENV)
     if raw_max is not None:
         try:
-            parsed = int(raw_max)
+            parsed = int(raw_max)  # ENV-3: int() accepts " 7 ", "+5" and "1_000"
         except ValueError:
+            # ENV-5: one warning, the raw value quoted with %r; the argument stands.
             logger.warning("Ignoring non-integer %s=%r.", MAX_SESSIONS_ENV, raw_max)
         else:
-            if parsed > 0:
+            if parsed > 0:  # ENV-3, ENV-4: only a positive value wins; others are ignored
                 max_sessions = parsed
-    return bool(enable), int(max_sessions or DEFAULT_MAX_SESSIONS)
+    return bool(enable), int(max_sessions or DEFAULT_MAX_SESSIONS)  # ENV-6: None and 0 give 64

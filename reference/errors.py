@@ -10,7 +10,7 @@ class SessionAdmissionError(RuntimeError):
 
     def __init__(self, session_id: str, max_sessions: int) -> None:
         super().__init__(
-            # Always single quotes, as the contract words it, whatever the id holds.
+            # ADMIT-1: always single quotes, as the contract words it, whatever the id holds.
             f"cannot admit session '{session_id}': {max_sessions} sessions are resident "
             "and evict_when_full=False (drop a finished session or raise_max_sessions())"
         )

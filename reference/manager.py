@@ -31,12 +31,13 @@ LockFactory = Callable[[], AbstractContextManager[object]]
 
 
 def _key(session_id: object) -> str:
-    # Falsy ids (None, "", 0) all mean the one "default" session (SPEC KEY-1).
+    # KEY-1: falsy ids (None, "", 0) all mean the one "default" session;
+    # KEY-2: any other id is keyed by str(), so 7 and "7" are one session.
     return str(session_id or "default")
 
 
 def _check_positive(max_sessions: int) -> int:
-    if max_sessions <= 0:
+    if max_sessions <= 0:  # LRU-8, ADMIT-7: checked before anything is stored or changed
         raise ValueError(f"max_sessions must be positive, got {max_sessions}")
     return max_sessions
 
@@ -57,18 +58,20 @@ class SessionStateManager:
         byte_budget: int | None = None,
         lock_factory: LockFactory = threading.Lock,
         *,
-        evict_when_full: bool = True,
+        evict_when_full: bool = True,  # ADMIT-10: LRU eviction unless the owner opts out
     ) -> None:
-        self.max_sessions = _check_positive(max_sessions)
+        self.max_sessions = _check_positive(max_sessions)  # STATS-1: stored as given
         # Recorded, not enforced: which device pool a budget applies to is for
         # whoever enforces it to decide, from nbytes_by_device().
         self.byte_budget = byte_budget
+        # ADMIT-11: a public attribute, read afresh at every miss below.
         self.evict_when_full = evict_when_full
+        # STATS-1: counters start at zero.
         self.hits = 0
         self.misses = 0
         self.evictions = 0
         self._sessions: OrderedDict[str, SessionState] = OrderedDict()
-        self._lock = lock_factory()
+        self._lock = lock_factory()  # LOCK-1: called once; used only as `with self._lock:`
 
     def get_or_create_session(self, session_id: object) -> SessionState:
         """The session for ``session_id``, created on a miss; now most recent.
@@ -78,24 +81,32 @@ class SessionStateManager:
         adapter mid-generation) keeps a working object. The newcomer is never
         the victim.
         """
-        # Plain non-empty strings are their own key: skip the call on the hot path.
+        # KEY-3: plain non-empty strings are their own key (as _key gives): skip the call on
+        # the hot path; every other method goes through _key.
         key = session_id if type(session_id) is str and session_id else _key(session_id)
         sessions = self._sessions
+        # LOCK-2, LOCK-4, LOCK-5: one critical section per call: lookup, counters and
+        # eviction happen as one atomic step, so concurrent calls linearize.
         with self._lock:
             # `in` then `[]` are two opcodes; `.get()` is a method call (bench/hotpaths.py).
+            # LRU-1, ADMIT-4: a hit is served before any admission check, full or not.
             if key in sessions:
                 self.hits += 1
-                sessions.move_to_end(key)
+                sessions.move_to_end(key)  # LRU-3: a hit makes the session most recent
                 return sessions[key]
             # The miss path stays inline too: a helper call costs ~0.07x the floor.
+            # ADMIT-1, ADMIT-8, ADMIT-11: the flag and the cap in force are read at every miss.
             if not self.evict_when_full and len(sessions) >= self.max_sessions:
-                # A refused miss changes nothing, counters included (SPEC ADMIT-2, ADMIT-3).
+                # A refused miss changes nothing, counters included (ADMIT-2, ADMIT-3, ADMIT-9).
                 raise SessionAdmissionError(key, self.max_sessions)
             self.misses += 1
+            # LRU-2, LRU-6: every miss, an evicted id's too, gets a new, empty SessionState.
             session = sessions[key] = SessionState()
+            # LRU-4, LRU-7, ADMIT-10: evict from the LRU end until within the cap; the
+            # newcomer is at the other end, so it is never the victim.
             while len(sessions) > self.max_sessions:
-                sessions.popitem(last=False)
-                self.evictions += 1
+                sessions.popitem(last=False)  # LRU-5: the table entry only; nothing is reset
+                self.evictions += 1  # STATS-5: one per removal keeps conservation exact
             return session
 
     def drop_session(self, session_id: object) -> bool:
@@ -105,11 +116,12 @@ class SessionStateManager:
         return False and touch nothing. Counters and the others' order stay.
         """
         with self._lock:
+            # DROP-3, ADMIT-5: a pop keeps the others' order, counts nothing, frees a slot.
             session = self._sessions.pop(_key(session_id), None)
-        if session is None:
+        if session is None:  # DROP-1, DROP-4: an absent id (an evicted one too) is left alone
             return False
         # Outside the lock: resetting frees memory and may run object code.
-        session.reset()
+        session.reset()  # DROP-2: holders see the same object, cleared
         return True
 
     def raise_max_sessions(self, max_sessions: int) -> bool:
@@ -119,8 +131,9 @@ class SessionStateManager:
         strand sessions that are mid-rollout.
         """
         _check_positive(max_sessions)
+        # ADMIT-12: compare and write under one hold of the lock, never re-entered.
         with self._lock:
-            if max_sessions <= self.max_sessions:
+            if max_sessions <= self.max_sessions:  # ADMIT-6: the cap only ever rises
                 return False
             self.max_sessions = max_sessions
             return True
@@ -132,7 +145,7 @@ class SessionStateManager:
     def __contains__(self, session_id: object) -> bool:
         key = _key(session_id)
         with self._lock:
-            return key in self._sessions
+            return key in self._sessions  # STATS-4: a pure read: no hit counted, order kept
 
     def nbytes_by_device(self) -> dict[str, int]:
         """Bytes held by the sessions in the table, per device."""
@@ -140,7 +153,7 @@ class SessionStateManager:
             return self._nbytes_by_device_locked()
 
     def _nbytes_by_device_locked(self) -> dict[str, int]:
-        # One ``seen`` across all sessions: a conditioning tensor shared by
+        # ACCT-11: one ``seen`` across all sessions: a conditioning tensor shared by
         # several sessions is held once by the process, so it counts once.
         seen: SeenStorages = set()
         totals: dict[str, int] = {}
@@ -155,7 +168,10 @@ class SessionStateManager:
         a budget should read the per-device keys.
         """
         with self._lock:
+            # STATS-3, LOCK-3: the unlocked helper nbytes_by_device() uses; calling that
+            # method here would re-enter the lock.
             by_device = self._nbytes_by_device_locked()
+            # STATS-2: the documented keys in the documented order.
             stats = {
                 "sessions": len(self._sessions),
                 "max_sessions": self.max_sessions,
@@ -164,6 +180,6 @@ class SessionStateManager:
                 "misses": self.misses,
                 "evictions": self.evictions,
             }
-        for device in sorted(by_device):
+        for device in sorted(by_device):  # STATS-2: then one key per device, sorted
             stats[f"nbytes:{device}"] = by_device[device]
         return stats

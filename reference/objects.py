@@ -27,8 +27,9 @@ class LatentBuffer(StateObject[Any, list[Any]]):
     def __init__(self) -> None:
         self._items: deque[Any] | None = None
 
+    # OBJ-7: keyword-only sizing: a typo or a positional argument raises TypeError.
     def allocate(self, *, maxlen: int | None = None) -> None:
-        self._items = deque(maxlen=maxlen)
+        self._items = deque(maxlen=maxlen)  # OBJ-1: resident and empty, even if already allocated
 
     @property
     def maxlen(self) -> int | None:
@@ -49,22 +50,25 @@ class LatentBuffer(StateObject[Any, list[Any]]):
     def extend(self, payloads: Iterable[Any]) -> None:
         self._require().extend(payloads)
 
+    # OBJ-7: include_staged is keyword-only: view(False) raises TypeError.
     def view(self, *, include_staged: bool = True) -> list[Any]:
         items = list(self._items or ())
+        # OBJ-3, OBJ-9: the staged item is shown last by default, never stored or counted.
         if include_staged and self._staged is not None:
             items.append(self._staged)
         return items
 
     def reset(self) -> None:
-        self._items = None
+        self._items = None  # OBJ-1: non-resident, holding no bytes
         self._staged = None
 
     def nbytes_by_device(self, seen: SeenStorages) -> dict[str, int]:
+        # OBJ-2, OBJ-4: the accounting of the committed items, through the shared seen.
         return device_bytes(list(self._items or ()), seen)
 
     @property
     def resident(self) -> bool:
-        return self._items is not None
+        return self._items is not None  # OBJ-1: from allocate() until reset() or evict()
 
     def __len__(self) -> int:
         return len(self._items or ())
@@ -151,6 +155,8 @@ class FixedState(StateObject[Mapping[str, torch.Tensor], dict[str, torch.Tensor]
         if payload is None:
             return
         buffers = self._require()
+        # OBJ-9: validate every name and shape before copying anything: copy_ would
+        # broadcast a (1,) payload silently, and a partial copy would change the state.
         if set(payload) != set(buffers):
             raise ValueError(
                 f"FixedState.commit: names {sorted(payload)} do not match {sorted(buffers)}"
@@ -172,6 +178,7 @@ class FixedState(StateObject[Mapping[str, torch.Tensor], dict[str, torch.Tensor]
         self._staged = None
 
     def evict(self, policy: object = None) -> int:
+        # OBJ-6: never evictable: raise before touching anything, so it stays resident.
         raise RuntimeError("FixedState is never evictable: its state cannot be recomputed")
 
     def nbytes_by_device(self, seen: SeenStorages) -> dict[str, int]:

@@ -24,16 +24,17 @@ class SessionState:
     """
 
     def __init__(self) -> None:
+        # RESET-4: a dict keeps insertion order, which names() lists.
         self._objects: dict[str, AnyStateObject] = {}
         self.attrs: dict[str, object] = {}
 
     def get(self, name: str) -> AnyStateObject | None:
         """The object stored under ``name``, or ``None``."""
-        return self._objects.get(name)
+        return self._objects.get(name)  # RESET-4: None when absent
 
     def put(self, name: str, obj: M) -> M:
         """Store ``obj`` under ``name`` (a replaced object is not reset); return it."""
-        self._objects[name] = obj
+        self._objects[name] = obj  # RESET-4: the replaced object is not reset
         return obj
 
     def names(self) -> list[str]:
@@ -43,6 +44,7 @@ class SessionState:
     def get_or_create(self, name: str, factory: Callable[[], M], cls: type[M]) -> M:
         """The stored object if it is a resident ``cls``; else ``factory()``, stored."""
         obj = self._objects.get(name)
+        # RESET-3, OBJ-8: rebuild only what is missing, wrong-typed or no longer resident.
         if isinstance(obj, cls) and obj.resident:
             return obj
         created = factory()
@@ -59,11 +61,11 @@ class SessionState:
         first_error: BaseException | None = None
         for obj in self._objects.values():
             try:
-                obj.reset()
-            except Exception as error:
+                obj.reset()  # RESET-1: every object, kept registered under its name
+            except Exception as error:  # RESET-2: keep going; the first error is raised last
                 if first_error is None:
                     first_error = error
-        self.attrs.clear()
+        self.attrs.clear()  # RESET-1: no stale attribute survives a reset
         if first_error is not None:
             raise first_error
 
@@ -74,6 +76,7 @@ class SessionState:
         not in whether their bytes occupy memory; one ``seen`` across both
         counts a tensor held by an object and an attribute once.
         """
+        # ACCT-10, OBJ-4: one seen for objects and attrs counts a shared tensor once.
         shared: SeenStorages = set() if seen is None else seen
         totals: dict[str, int] = {}
         for obj in self._objects.values():
@@ -84,4 +87,4 @@ class SessionState:
     @property
     def nbytes(self) -> int:
         """Bytes summed over devices."""
-        return sum(self.nbytes_by_device().values())
+        return sum(self.nbytes_by_device().values())  # ACCT-10: the sum over devices
