@@ -20,7 +20,7 @@ import copy
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from hypothesis import strategies as st
 
@@ -174,6 +174,12 @@ class Call:
 Observer = str | Callable[[Any], Any]
 
 
+class AdapterFactory(Protocol):
+    """What ``AdapterSpec.adapter_factory`` is: called by keyword, it builds one adapter."""
+
+    def __call__(self, *, manager: Any, session_id: Any) -> Any: ...
+
+
 @dataclass(frozen=True)
 class AdapterSpec:
     """How to validate one model adapter against its bespoke state class.
@@ -189,7 +195,7 @@ class AdapterSpec:
 
     name: str
     bespoke_factory: Callable[[], Any]
-    adapter_factory: Callable[[Any, Any], Any]
+    adapter_factory: AdapterFactory
     operations: Sequence[Op]
     observe: Sequence[Observer] = ()
     max_sessions: int = 2

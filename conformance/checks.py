@@ -8,10 +8,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from sessionstate.conformance._harness.applicability import NOT_CHECKED
 from sessionstate.conformance.clauses import clause as lookup_clause
+
+if TYPE_CHECKING:
+    import pytest
 
 __all__ = [
     "ClauseFailure",
@@ -179,7 +182,7 @@ def not_checked_reason(error: BaseException) -> str | None:
     return f"{NOT_CHECKED}: every example stopped at {clause} first: {message}"
 
 
-def per_clause(*clauses: str) -> Any:
+def per_clause(*clauses: str) -> pytest.MarkDecorator:
     """``pytest.mark.parametrize("focus", ...)``: one case per clause, tagged with it alone.
 
     The test runs its checks inside ``with focused_on(focus):``; see there.

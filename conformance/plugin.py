@@ -13,20 +13,50 @@ import json
 import os
 import re
 import time
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import pytest
 
 from sessionstate.conformance._harness.atomic import write_text_atomic
+
+if TYPE_CHECKING:
+    from sessionstate.conformance._harness.expectations import Expectation
+    from sessionstate.conformance.subject import Subject
 
 SUBJECT_ENV = "SESSIONSTATE_SUBJECT"
 PROFILE_ENV = "SESSIONSTATE_PROFILE"
 CALL_TIMEOUT_ENV = "SESSIONSTATE_CALL_TIMEOUT"  # the same name as watchdog.TIMEOUT_ENV
 DEFAULT_TARGET = "sessionstate.fixtures.reference_subject:subject"
 
-_STATE = pytest.StashKey[dict[str, Any]]()
+
+class _Configured(TypedDict):
+    """What ``pytest_configure`` puts in a run's state."""
+
+    target: str
+    profile: str
+    seed: int | None
+    expectations: list[Expectation]
+    records: list[dict[str, Any]]
+    subject: Subject | None
+    started: float
+    selected: list[str]
+    facts: dict[str, Any] | None
+    call_timeout: float | None
+    collected: dict[str, list[str]]
+    collected_count: int | None
+    profile_loaded: bool
+
+
+class _RunState(_Configured, total=False):
+    """A run's state in this process; ``results`` once the JSON results are made."""
+
+    results: dict[str, Any]
+
+
+_STATE = pytest.StashKey[_RunState]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -140,7 +170,7 @@ def pytest_configure(config: pytest.Config) -> None:
     call_timeout = _call_timeout(config)
     _RECORDS.clear()
     _STOPPED.clear()
-    config.stash[_STATE] = {
+    state: _RunState = {
         "target": target,
         "profile": profile,
         "seed": seed,
@@ -158,6 +188,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "collected_count": None,
         "profile_loaded": False,
     }
+    config.stash[_STATE] = state
     if _suite_requested(config):
         _hypothesis_for_the_suite(config, profile)
 
@@ -192,7 +223,7 @@ def _call_timeout(config: pytest.Config) -> float | None:
     return None if config.getoption("trace", False) else seconds
 
 
-def _state(config: pytest.Config) -> dict[str, Any]:
+def _state(config: pytest.Config) -> _RunState:
     return config.stash[_STATE]
 
 
@@ -209,6 +240,7 @@ def pytest_collection(session: pytest.Session) -> None:
     from sessionstate.conformance._model.memory import select_devices
 
     option = config.getoption("--sessionstate-devices")
+    names: Sequence[str] | None
     names = [n.strip() for n in option.split(",") if n.strip()] if option else None
     source = "--sessionstate-devices"
     if names is None:
@@ -220,17 +252,18 @@ def pytest_collection(session: pytest.Session) -> None:
         raise pytest.UsageError(f"{source}: {error}") from None
 
 
-def load_configured_subject(config: pytest.Config) -> Any:
+def load_configured_subject(config: pytest.Config) -> Subject:
     """The Subject named by the options (loaded once per process)."""
     state = _state(config)
-    if state["subject"] is None:
+    subject = state["subject"]
+    if subject is None:
         from sessionstate.conformance.subject import UsageError, load_subject
 
         try:
-            state["subject"] = load_subject(state["target"])
+            subject = state["subject"] = load_subject(state["target"])
         except UsageError as error:
             raise pytest.UsageError(str(error)) from None
-    return state["subject"]
+    return subject
 
 
 @pytest.fixture(scope="session")
@@ -281,6 +314,7 @@ def _deadline_line(config: pytest.Config) -> str:
     from sessionstate.conformance._harness.watchdog import unavailable
 
     seconds = _state(config)["call_timeout"]
+    why: str | None
     if seconds is None:
         why = "--trace" if config.getoption("trace", False) else f"{CALL_TIMEOUT_ENV}=0"
     else:
@@ -307,11 +341,12 @@ def _is_xdist_controller(config: pytest.Config) -> bool:
 def _facts(config: pytest.Config) -> dict[str, Any]:
     """What is under test (``under_test.gather``), once per process."""
     state = _state(config)
-    if state["facts"] is None:
+    facts = state["facts"]
+    if facts is None:
         from sessionstate.conformance._harness import target as under_test
 
-        state["facts"] = under_test.gather(load_configured_subject(config))
-    return state["facts"]
+        facts = state["facts"] = under_test.gather(load_configured_subject(config))
+    return facts
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -422,7 +457,7 @@ def _short_id(nodeid: str) -> str:
     return short_test_id(nodeid)
 
 
-def _arm_reproduction(config: pytest.Config, state: dict[str, Any]) -> None:
+def _arm_reproduction(config: pytest.Config, state: _RunState) -> None:
     """``--sessionstate-reproduce``: the one test kept is the selection, its clauses the
     report's; ``--sessionstate-blob`` makes it replay that failing case."""
     test_id = config.getoption("--sessionstate-reproduce")
@@ -653,7 +688,8 @@ def _reproduce_hint(item: pytest.Item, call: pytest.CallInfo[None]) -> str:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    props = dict(report.user_properties)
+    # The sessionstate_* properties read here are the str ones pytest_runtest_makereport adds.
+    props = cast("dict[str, str]", dict(report.user_properties))
     if "sessionstate_clauses" not in props:
         return
     if report.when != "call" and not (report.failed or report.skipped):

@@ -31,7 +31,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import torch
@@ -139,7 +139,8 @@ class _SimulatedStorage(torch.UntypedStorage):
         return self.simulated_device
 
     def clone(self) -> torch.UntypedStorage:
-        copy = torch.UntypedStorage(self.nbytes()).copy_(self)
+        # torch's UntypedStorage constructor is unannotated.
+        copy = torch.UntypedStorage(self.nbytes()).copy_(self)  # type: ignore[no-untyped-call]
         copy.__class__ = type(self)
         return copy
 
@@ -173,11 +174,12 @@ class _SimulatedTensor(torch.Tensor):
 
     def __deepcopy__(self, memo: dict[int, Any]) -> torch.Tensor:
         if id(self) in memo:
-            return memo[id(self)]
+            return cast(torch.Tensor, memo[id(self)])  # what an earlier call stored for self
         storage = self.untyped_storage()
         copied = memo.get(id(storage))
         if copied is None:  # views deep-copied together share one new storage, as in torch
-            copied = memo[id(storage)] = storage.clone()
+            # UntypedStorage.clone is unannotated in torch (this is _SimulatedStorage.clone).
+            copied = memo[id(storage)] = storage.clone()  # type: ignore[no-untyped-call]
         with torch._C.DisableTorchFunctionSubclass():
             plain = torch.empty(0, dtype=self.dtype)
             plain.set_(copied, self.storage_offset(), self.size(), self.stride())
@@ -186,8 +188,10 @@ class _SimulatedTensor(torch.Tensor):
         memo[id(self)] = plain
         return plain
 
-    def __repr__(self, *, tensor_contents: Any = None) -> str:
-        text = super().__repr__(tensor_contents=tensor_contents)
+    # Tensor.__repr__ is unannotated, and mypy reads its keyword-only parameter without
+    # its name: the same signature is then neither a compatible override nor callable.
+    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
+        text: str = super().__repr__(tensor_contents=tensor_contents)  # type: ignore[no-untyped-call, call-arg]
         return "tensor" + text.removeprefix(type(self).__name__)  # as torch prints a CUDA one
 
     @classmethod
@@ -321,7 +325,7 @@ def _moved(
             result = result.clone()  # another device: another allocation
     if into is None:
         return result
-    return _on_device(result, into, (), {})
+    return cast(torch.Tensor, _on_device(result, into, (), {}))  # a tensor in, a tensor out
 
 
 def _no_numpy(cls: type[_SimulatedTensor], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -334,7 +338,7 @@ def _no_numpy(cls: type[_SimulatedTensor], args: tuple[Any, ...], kwargs: dict[s
 def _device(target: object) -> torch.device:
     if isinstance(target, int):
         return torch.device("cuda", target)
-    device = torch.device(target)  # type: ignore[call-overload]
+    device: torch.device = torch.device(target)  # type: ignore[call-overload]
     if device.type == "cuda" and device.index is None:
         return torch.device("cuda", 0)  # the current device
     return device
@@ -372,8 +376,9 @@ _SPECIAL: dict[Callable[..., Any], Callable[..., Any]] = {
     torch.Tensor.numpy: _no_numpy,
     torch.Tensor.__array__: _no_numpy,
     torch.Tensor.device.__get__: lambda cls, args, kwargs: cls.simulated_device,
-    torch.Tensor.is_cuda.__get__: lambda cls, args, kwargs: True,
-    torch.Tensor.is_cpu.__get__: lambda cls, args, kwargs: False,
+    # Getset descriptors at runtime, which torch's stubs declare as plain bool attributes.
+    torch.Tensor.is_cuda.__get__: lambda cls, args, kwargs: True,  # type: ignore[attr-defined]
+    torch.Tensor.is_cpu.__get__: lambda cls, args, kwargs: False,  # type: ignore[attr-defined]
 }
 #: Copies may cross devices, as on real GPUs.
 _CROSS_DEVICE = frozenset({torch.Tensor.copy_, torch.Tensor.__setitem__})

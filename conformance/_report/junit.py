@@ -67,13 +67,12 @@ def to_junit_xml(results: dict[str, Any]) -> str:
         "skipped": sum(o in _SKIPPED for o in outcomes),
     }
     root = ET.Element("testsuites", name="sessionstate conformance")
-    suite = ET.SubElement(
-        root,
-        "testsuite",
-        name=_clean(results["subject"]),
+    attributes = {
+        "name": _clean(results["subject"]),
         **{k: str(v) for k, v in counts.items()},
-        time=f"{float(results.get('seconds') or 0):.3f}",
-    )
+        "time": f"{float(results.get('seconds') or 0):.3f}",
+    }
+    suite = ET.SubElement(root, "testsuite", attributes)
     if results.get("date"):
         suite.set("timestamp", _clean(results["date"]))
     props = ET.SubElement(suite, "properties")
