@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 import pytest
 
 from sessionstate.conformance._harness.atomic import write_text_atomic
+from sessionstate.conformance.subject import DEFAULT_TARGET
 
 if TYPE_CHECKING:
     from sessionstate.conformance._harness.expectations import Expectation
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 SUBJECT_ENV = "SESSIONSTATE_SUBJECT"
 PROFILE_ENV = "SESSIONSTATE_PROFILE"
 CALL_TIMEOUT_ENV = "SESSIONSTATE_CALL_TIMEOUT"  # the same name as watchdog.TIMEOUT_ENV
-DEFAULT_TARGET = "sessionstate.fixtures.reference_subject:subject"
 
 
 class _Configured(TypedDict):
@@ -39,7 +39,6 @@ class _Configured(TypedDict):
     profile: str
     seed: int | None
     expectations: list[Expectation]
-    records: list[dict[str, Any]]
     subject: Subject | None
     started: float
     selected: list[str]
@@ -175,7 +174,6 @@ def pytest_configure(config: pytest.Config) -> None:
         "profile": profile,
         "seed": seed,
         "expectations": expectations,
-        "records": [],
         "subject": None,
         "started": time.monotonic(),
         # Checked now, so that a bad selection is a usage error in an xdist controller too.

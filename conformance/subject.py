@@ -13,7 +13,10 @@ from typing import Any
 
 from sessionstate.conformance._harness.applicability import NOT_APPLICABLE
 
-__all__ = ["CAPABILITIES", "Subject", "UsageError", "load_subject", "typed_specs"]
+__all__ = ["CAPABILITIES", "DEFAULT_TARGET", "Subject", "UsageError", "load_subject", "typed_specs"]
+
+#: What ``sessionstate check`` and the plugin test when no target is named: the reference.
+DEFAULT_TARGET = "sessionstate.fixtures.reference_subject:subject"
 
 #: Optional features a subject may declare; clauses that need one say so in SPEC.md.
 CAPABILITIES = frozenset({"threadsafe", "admission"})

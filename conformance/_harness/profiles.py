@@ -21,16 +21,27 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 
 __all__ = [
     "DEFAULT_PROFILE",
+    "INTERNAL_PROFILES",
     "PROFILES",
     "check_profile",
     "ignored_profile_notice",
     "load_profile",
+    "public_profiles",
     "storage_directory",
     "use_private_storage",
 ]
 
 DEFAULT_PROFILE = "ci"
 PROFILES = ("quick", "ci", "deep", "triage", "mutation")
+#: Profiles accepted by ``--profile`` but never offered in its help or its error:
+#: ``mutation`` is the bench's (``bench/mutation_test.py`` passes it to the plugin).
+INTERNAL_PROFILES = ("mutation",)
+
+
+def public_profiles() -> tuple[str, ...]:
+    """The profiles ``--profile`` offers (every one but ``INTERNAL_PROFILES``)."""
+    return tuple(p for p in PROFILES if p not in INTERNAL_PROFILES)
+
 
 _COMMON = {
     "deadline": None,
@@ -111,7 +122,7 @@ def check_profile(name: str) -> None:
     if name not in PROFILES:
         from sessionstate.conformance.subject import UsageError
 
-        raise UsageError(f"unknown profile {name!r}; choose one of {', '.join(PROFILES)}")
+        raise UsageError(f"unknown profile {name!r}; choose one of {', '.join(public_profiles())}")
 
 
 def load_profile(name: str, seed: int | None = None) -> None:

@@ -26,17 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from sessionstate.conformance.clauses import all_clauses
-from sessionstate.conformance.subject import UsageError
+from sessionstate.conformance.subject import DEFAULT_TARGET, UsageError
 
-__all__ = ["CheckOptions", "public_profiles", "reproduce_command", "run_check"]
+__all__ = ["CheckOptions", "reproduce_command", "run_check"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 #: 128 + SIGINT, as a shell reports a command ended by Ctrl-C.
 EXIT_INTERRUPTED = 130
-DEFAULT_TARGET = "sessionstate.fixtures.reference_subject:subject"
-#: Profiles accepted by ``--profile`` but never offered in its help or its error:
-#: ``mutation`` is the bench's (``bench/mutation_test.py`` passes it to the plugin).
-INTERNAL_PROFILES = ("mutation",)
 #: What ``Subject.manager_factory`` must return: the methods every manager clause calls
 #: (SPEC KEY, LRU, STATS, LOCK-2). A missing one would fail every test with one AttributeError.
 MANAGER_METHODS = (
@@ -69,23 +65,13 @@ class CheckOptions:
     devices: list[str] | None = None
 
 
-def public_profiles() -> tuple[str, ...]:
-    """The profiles ``--profile`` offers (every one but ``INTERNAL_PROFILES``)."""
-    from sessionstate.conformance._harness.profiles import PROFILES
-
-    return tuple(p for p in PROFILES if p not in INTERNAL_PROFILES)
-
-
 def validate(options: CheckOptions) -> None:
     """Raise ``UsageError`` for anything wrong with the request, before any test runs."""
     from sessionstate.conformance._harness.expectations import parse_expectations
-    from sessionstate.conformance._harness.profiles import PROFILES
+    from sessionstate.conformance._harness.profiles import check_profile
     from sessionstate.conformance.subject import _did_you_mean
 
-    if options.profile not in PROFILES:
-        raise UsageError(
-            f"unknown profile {options.profile!r}; choose one of {', '.join(public_profiles())}"
-        )
+    check_profile(options.profile)
     known = all_clauses()
     groups = {c.group for c in known.values()}
     for cid in options.clauses:

@@ -154,7 +154,8 @@ def _split_passthrough(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def _check(args: argparse.Namespace, passthrough: list[str]) -> int:
-    from sessionstate.conformance._harness.runner import DEFAULT_TARGET, CheckOptions, run_check
+    from sessionstate.conformance._harness.runner import CheckOptions, run_check
+    from sessionstate.conformance.subject import DEFAULT_TARGET
 
     if args.list_clauses:
         return _spec()

@@ -45,6 +45,11 @@ class TestSpecFile:
             assert clause.level in LEVELS, clause.id
             assert "Rationale:" in clause.text, clause.id
 
+    def test_prefixes_are_the_groups_in_spec_order(self) -> None:
+        """Reports list groups in PREFIXES order, which must be the spec's own."""
+        in_spec = list(dict.fromkeys(c.group for c in all_clauses().values()))
+        assert list(PREFIXES) == in_spec
+
     def test_every_heading_parses(self) -> None:
         """No clause heading is malformed (and so silently dropped by the parser)."""
         headings = [line for line in spec_text().splitlines() if line.startswith("### ")]
