@@ -5,7 +5,9 @@ call at a time: a hit, an admitted miss (evicting only when ``evict_when_full``)
 miss, a drop, a cap raise. It is written from the spec alone and never imports an
 implementation (zarr's rule for its store model: the oracle must not share the code under
 test). ``AdmissionMachine`` drives a subject's manager and the model side by side and compares
-them after every call, naming the ADMIT clause a difference breaks.
+them after every call, naming the ADMIT clause a difference breaks. The scripted ADMIT
+tests' steps (``make_manager``, ``admit``, ``refuse``, ``check_marks``, ...) and their lock
+(``CapLock``) follow.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Instrumented locks and lock factories for the LOCK clauses.
+"""Instrumented locks and lock factories for the LOCK clauses, and the LOCK tests' steps.
 
 The contract lets the owner inject the manager's lock (``lock_factory``) and
 says the manager only ever uses it as ``with lock:`` (SPEC LOCK-1), enters it
@@ -18,6 +18,11 @@ For the concurrent clauses (LOCK-4, LOCK-5), three race amplifiers: the lock
 can yield the GIL after each release, ``perturbed`` makes a thread yield at
 random calls inside the subject, and ``fast_switching`` shortens the switch
 interval. None changes what the subject computes, only when threads switch.
+
+The steps the LOCK tests are made of live here too: ``perform`` and ``invoke`` (one
+call, as a pipeline makes it), ``run_sequentially`` (calls checked against ``LruModel``),
+the ``check_*`` rules, and the threads of LOCK-4 (``lock4_worker``, ``Tally``) and LOCK-5
+(``record_history``).
 """
 
 from __future__ import annotations

@@ -56,8 +56,8 @@ def test_reset_resets_every_object_and_clears_attrs(
     with calling("RESET-1", "session.reset()"):
         session.reset()
     # Sorted: the order of names() is RESET-4's business, not reset()'s.
-    names = sorted(session.names())
-    check_equal(names, sorted(objects), "RESET-1", "sorted(session.names())", when)
+    registered = sorted(session.names())
+    check_equal(registered, sorted(objects), "RESET-1", "sorted(session.names())", when)
     for name, obj in objects.items():
         check_equal(session.get(name), obj, "RESET-1", f"session.get({name!r})", when)
         check_equal(obj.resident, False, "RESET-1", f"session.get({name!r}).resident", when)
