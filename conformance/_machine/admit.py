@@ -5,7 +5,9 @@ call at a time: a hit, an admitted miss (evicting only when ``evict_when_full``)
 miss, a drop, a cap raise. It is written from the spec alone and never imports an
 implementation (zarr's rule for its store model: the oracle must not share the code under
 test). ``AdmissionMachine`` drives a subject's manager and the model side by side and compares
-them after every call, naming the ADMIT clause a difference breaks.
+them after every call, naming the ADMIT clause a difference breaks. The scripted ADMIT
+tests' steps (``make_manager``, ``admit``, ``refuse``, ``check_marks``, ...) and their lock
+(``CapLock``) follow.
 """
 
 from __future__ import annotations
@@ -18,21 +20,30 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from sessionstate.conformance.checks import ClauseFailure, calling, check_equal
+from sessionstate.conformance.checks import ClauseFailure, calling, check, check_equal
 
 __all__ = [
     "ADMIT_CLAUSES",
     "AdmissionMachine",
     "AdmissionModel",
+    "CapLock",
     "DefaultManagerMachine",
     "Outcome",
     "Raises",
     "RefusingManagerMachine",
     "Same",
+    "admit",
+    "check_eviction_order",
+    "check_marks",
+    "counters",
+    "make_manager",
     "non_positive",
     "outcome_of",
     "refusal",
+    "refuse",
+    "refusing_manager",
     "session_key",
+    "set_evict_when_full",
 ]
 
 #: Every clause the machine can fail; its tests carry all of them.
@@ -441,3 +452,89 @@ class DefaultManagerMachine(AdmissionMachine):
     """Built without ``evict_when_full``: evicting by default (ADMIT-10)."""
 
     evict_when_full = None
+
+
+# -- the scripted tests' steps: each names the clause a failure breaks --------------------
+
+
+def make_manager(subject: Any, max_sessions: int, **kwargs: Any) -> Any:
+    """``subject.make_manager(max_sessions, byte_budget=None, **kwargs)``; an exception fails
+    ADMIT-11 with ``kwargs`` (the admission keywords), ADMIT-10 without."""
+    args = "".join(f", {name}={value!r}" for name, value in kwargs.items())
+    call = f"SessionStateManager(max_sessions={max_sessions}, byte_budget=None{args})"
+    with calling("ADMIT-11" if kwargs else "ADMIT-10", call):
+        return subject.make_manager(max_sessions=max_sessions, byte_budget=None, **kwargs)
+
+
+def refusing_manager(subject: Any, max_sessions: int) -> Any:
+    """``make_manager(subject, max_sessions, evict_when_full=False)``."""
+    return make_manager(subject, max_sessions, evict_when_full=False)
+
+
+def admit(manager: Any, *session_ids: object, clause: str = "ADMIT-1") -> dict[str, Any]:
+    """Admit each id as a new, marked session; ``clause`` is why there must be room."""
+    admitted: dict[str, Any] = {}
+    for session_id in session_ids:
+        key = session_key(session_id)
+        with calling(clause, f"get_or_create_session({session_id!r})"):
+            session = manager.get_or_create_session(session_id)
+            session.attrs["mark"] = key
+        admitted[key] = session
+    return admitted
+
+
+def refuse(manager: Any, session_id: object, clause: str, when: str) -> None:
+    """``get_or_create_session(session_id)`` must raise the admission refusal (``clause``)."""
+    call = f"get_or_create_session({session_id!r})"
+    observed = outcome_of(lambda: manager.get_or_create_session(session_id))
+    check_equal(observed, refusal(session_id), clause, call, when)
+
+
+def counters(manager: Any) -> tuple[int, int, int]:
+    """``(hits, misses, evictions)``."""
+    return manager.hits, manager.misses, manager.evictions
+
+
+def set_evict_when_full(manager: Any, flag: bool) -> None:
+    """``manager.evict_when_full = flag``; an exception fails ADMIT-11."""
+    with calling("ADMIT-11", f"manager.evict_when_full = {flag}"):
+        manager.evict_when_full = flag
+
+
+def check_marks(sessions: dict[str, Any], clause: str, when: str) -> None:
+    """Each session still carries the mark ``admit`` gave it: none was reset or replaced."""
+    for key, session in sessions.items():
+        mark = session.attrs.get("mark")
+        check_equal(mark, key, clause, f"attrs['mark'] of session {key!r}", when)
+
+
+def check_eviction_order(manager: Any, order: list[str], clause: str, when: str) -> None:
+    """On a full table, set evict_when_full; then each newcomer evicts the next of ``order``."""
+    set_evict_when_full(manager, True)
+    for n in range(len(order)):
+        admit(manager, f"new{n}", clause="ADMIT-11")
+        present = [key for key in order if key in manager]
+        check_equal(present, order[n + 1 :], clause, "resident of " + repr(order), when)
+
+
+class CapLock:
+    """A non-reentrant lock that fails instead of deadlocking, recording the cap it saw
+    at each enter and exit (ADMIT-12)."""
+
+    def __init__(self) -> None:
+        self.manager: Any = None
+        self.held = False
+        self.spans: list[tuple[int, int]] = []
+        self._cap = 0
+
+    def _read_cap(self) -> int:
+        return -1 if self.manager is None else int(self.manager.max_sessions)
+
+    def __enter__(self) -> CapLock:
+        check(not self.held, "ADMIT-12", "the manager's lock was entered while it was held")
+        self.held, self._cap = True, self._read_cap()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.held = False
+        self.spans.append((self._cap, self._read_cap()))

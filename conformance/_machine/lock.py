@@ -1,4 +1,4 @@
-"""Instrumented locks and lock factories for the LOCK clauses.
+"""Instrumented locks and lock factories for the LOCK clauses, and the LOCK tests' steps.
 
 The contract lets the owner inject the manager's lock (``lock_factory``) and
 says the manager only ever uses it as ``with lock:`` (SPEC LOCK-1), enters it
@@ -18,28 +18,72 @@ For the concurrent clauses (LOCK-4, LOCK-5), three race amplifiers: the lock
 can yield the GIL after each release, ``perturbed`` makes a thread yield at
 random calls inside the subject, and ``fast_switching`` shortens the switch
 interval. None changes what the subject computes, only when threads switch.
+
+The steps the LOCK tests are made of live here too: ``perform`` and ``invoke`` (one
+call, as a pipeline makes it), ``run_sequentially`` (calls checked against ``LruModel``),
+the ``check_*`` rules, and the threads of LOCK-4 (``lock4_worker``, ``Tally``) and LOCK-5
+(``record_history``).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import CodeType, FrameType
 from typing import Any, Literal
 
+from sessionstate.conformance._harness.watchdog import InFlight, run_threads_within
+from sessionstate.conformance._model.linearizability import (
+    Call,
+    LruModel,
+    Recorder,
+    Verdict,
+    call_text,
+)
+from sessionstate.conformance.checks import ClauseFailure, calling, check, check_equal
+
 __all__ = [
+    "CONTEXT_ONLY",
+    "COUNTING",
+    "KEYS",
+    "LOCK4_CALLS",
+    "LOCK4_KEYS",
+    "LOCK4_MAX_SESSIONS",
+    "LOCK4_SECONDS",
+    "LOCK5_HISTORIES_PER_EXAMPLE",
+    "LOCK5_MIN_DECIDED",
+    "MAX_SESSIONS",
+    "MIX",
+    "RACING",
+    "YIELD_PROBABILITY",
     "CountingFactory",
     "LockReentered",
     "RecordingLock",
     "Reentry",
+    "Tally",
+    "check_call_enters_lock",
+    "check_counters_at_rest",
+    "check_no_reentry",
+    "fail",
+    "fail_not_linearizable",
     "fast_switching",
+    "history_worker",
+    "invoke",
+    "lock4_worker",
+    "make_manager",
+    "perform",
     "perturbed",
+    "pick",
+    "racing",
+    "record_history",
+    "run_sequentially",
 ]
 
 #: Frames in files under the ``conformance`` package are the suite's (whatever name
@@ -214,3 +258,241 @@ def fast_switching(interval: float = 1e-6) -> Iterator[None]:
         yield
     finally:
         sys.setswitchinterval(before)
+
+
+# -- the LOCK tests' steps: calls, sequential checks against LruModel, the threads -------
+#
+# Every frame here is the suite's (this file is under ``conformance``): a call into the
+# subject that hangs is named with the line below that made it (the watchdog), and a
+# lock's re-entry route stops at it.
+
+MAX_SESSIONS = 2
+KEYS = ("a", "b", "c")
+#: How failure messages name the suite's lock factories.
+COUNTING = "<counting factory of context-only locks>"
+CONTEXT_ONLY = "<context-only lock>"
+RACING = "<context-only lock that yields the GIL after each section>"
+
+
+def fail(clause: str, message: str, when: str = "") -> None:
+    """Fail ``clause`` with ``message [CLAUSE: when]``: for what no single comparison states."""
+    __tracebackhide__ = True
+    raise ClauseFailure(clause, f"{message} [{clause}{': ' + when if when else ''}]")
+
+
+#: Concurrent mixes: (method, weight). ``nbytes_by_device`` is left to LOCK-2/3:
+#: the model does not count bytes.
+MIX = (("get_or_create_session", 8), ("drop_session", 3), ("len", 3), ("in", 3), ("stats", 2))
+
+
+def perform(manager: Any, method: str, args: Sequence[Any]) -> Any:
+    """Call ``method`` the way a pipeline does; ``stats`` as (sessions, hits, misses, evictions)."""
+    if method == "len":
+        return len(manager)
+    if method == "in":
+        return args[0] in manager
+    if method == "stats":
+        stats = manager.stats()
+        return tuple(stats.get(k) for k in ("sessions", "hits", "misses", "evictions"))
+    return getattr(manager, method)(*args)
+
+
+def invoke(clause: str, manager: Any, method: str, args: Sequence[Any]) -> Any:
+    """``perform``; a subject exception fails ``clause`` (a hang, LOCK-3: the watchdog)."""
+    __tracebackhide__ = True
+    with calling(clause, call_text(method, args)):
+        return perform(manager, method, args)
+
+
+def make_manager(
+    subject: Any, clause: str, lock_factory: Any, label: str, max_sessions: int = MAX_SESSIONS
+) -> Any:
+    """``subject.make_manager(...)``; ``label`` names the factory in a failure."""
+    __tracebackhide__ = True
+    text = f"make_manager(max_sessions={max_sessions}, byte_budget=None, lock_factory={label})"
+    with calling(clause, text):
+        return subject.make_manager(
+            max_sessions=max_sessions, byte_budget=None, lock_factory=lock_factory
+        )
+
+
+def pick(rnd: random.Random, keys: Sequence[str] = KEYS) -> tuple[str, tuple[str, ...]]:
+    """One random call from ``MIX`` on ``keys``."""
+    method = rnd.choices([m for m, _ in MIX], [w for _, w in MIX])[0]
+    takes_key = method in ("get_or_create_session", "drop_session", "in")
+    return method, (rnd.choice(keys),) if takes_key else ()
+
+
+def run_sequentially(
+    clause: str, manager: Any, calls: Sequence[tuple[str, tuple[str, ...]]], when: str
+) -> None:
+    """Run ``calls`` one by one and check every result against ``LruModel``.
+
+    Sessions are shown as ``s0, s1, ...``: the n-th distinct session returned.
+    """
+    __tracebackhide__ = True
+    model, recorder = LruModel(MAX_SESSIONS), Recorder()
+    state = model.initial()
+    for method, args in calls:
+        text = call_text(method, args)
+        with calling(clause, text):
+            recorder.call(method, args, functools.partial(perform, manager, method, args))
+        if method == "nbytes_by_device":
+            continue  # not modelled: bytes are the ACCT clauses' business
+        step = model.step(state, recorder.calls[-1])
+        if not step.ok:
+            check_equal(recorder.calls[-1].result, step.expected, clause, text, when)
+        state = step.state
+
+
+def check_call_enters_lock(
+    lock: RecordingLock, manager: Any, method: str, args: Sequence[Any]
+) -> None:
+    """One call enters the lock at least once, leaves it as often, and returns with it free."""
+    __tracebackhide__ = True
+    text = call_text(method, args)
+    enters, exits = lock.enters, lock.exits
+    invoke("LOCK-2", manager, method, args)
+    entered, left = lock.enters - enters, lock.exits - exits
+    check(entered >= 1, "LOCK-2", f"lock entries during {text}={entered}, but should be at least 1")
+    check_equal(left, entered, "LOCK-2", f"lock exits during {text}", f"it entered {entered} times")
+    check(not lock.held, "LOCK-2", f"the lock is still held after {text} returned")
+
+
+def check_no_reentry(factory: CountingFactory, text: str) -> None:
+    """No lock built by ``factory`` was entered by a thread already holding it."""
+    __tracebackhide__ = True
+    for lock in factory.made:
+        if lock.reentries:
+            check_equal(
+                len(lock.reentries),
+                0,
+                "LOCK-3",
+                f"nested lock entries during {text} (via {lock.reentries[0].describe()})",
+                "a threading.Lock deadlocks there",
+            )
+
+
+def racing() -> Callable[[], RecordingLock]:
+    # A mutex that yields the GIL after each critical section: other threads
+    # then run exactly in the gaps a split check-then-act leaves open. Re-entry
+    # is let through, so a LOCK-3 bug cannot mask these clauses.
+    return RecordingLock.factory(reentry="allow", yield_after_release=True)
+
+
+#: Share of the subject's function calls at which a LOCK-4/5 thread yields the GIL.
+YIELD_PROBABILITY = 0.1
+
+
+@dataclass
+class Tally:
+    """What one LOCK-4 thread did and saw."""
+
+    gets: int = 0
+    drops: int = 0
+    errors: list[str] = field(default_factory=list)
+    over_cap: list[str] = field(default_factory=list)
+
+
+LOCK4_KEYS = tuple(f"k{i}" for i in range(6))
+LOCK4_MAX_SESSIONS = 3
+LOCK4_CALLS = 500  # per thread and round
+LOCK4_SECONDS = 30.0  # per round; a round takes well under a second
+
+
+def lock4_worker(manager: Any, seed: str, tally: Tally, inflight: InFlight) -> Callable[[], None]:
+    """A thread's LOCK-4 work: random calls, tallied; exceptions recorded, never fatal."""
+
+    def work() -> None:
+        rnd = random.Random(seed)
+        for _ in range(LOCK4_CALLS):
+            method, args = pick(rnd, LOCK4_KEYS)
+            text = call_text(method, args)
+            tally.gets += method == "get_or_create_session"
+            try:
+                with inflight.call(text):
+                    result = perform(manager, method, args)
+            except Exception as error:  # reported after the round, which goes on
+                tally.errors.append(f"{text} raised {error!r} in {threading.current_thread().name}")
+                continue
+            tally.drops += method == "drop_session" and bool(result)
+            seen = result if method == "len" else result[0] if method == "stats" else 0
+            if isinstance(seen, int) and seen > LOCK4_MAX_SESSIONS:
+                shown = text if method == "len" else f"{text}['sessions']"
+                tally.over_cap.append(f"{shown}={seen}")
+
+    return work
+
+
+def check_counters_at_rest(manager: Any, tallies: Sequence[Tally], when: str) -> None:
+    """Nothing raised or overflowed; hits + misses == gets and conservation, at rest."""
+    __tracebackhide__ = True
+    errors = [error for tally in tallies for error in tally.errors]
+    if errors:
+        fail("LOCK-4", errors[0], f"{when}; {len(errors)} calls raised")
+    over_cap = [seen for tally in tallies for seen in tally.over_cap]
+    if over_cap:
+        fail("LOCK-4", f"{over_cap[0]}, but should be at most {LOCK4_MAX_SESSIONS}", when)
+    gets, drops = sum(t.gets for t in tallies), sum(t.drops for t in tallies)
+    size = invoke("LOCK-4", manager, "len", ())
+    hits, misses, evictions = manager.hits, manager.misses, manager.evictions
+    check_equal(hits + misses, gets, "LOCK-4", "hits + misses", f"{when}, {gets} gets")
+    conserved = f"len + evictions + successful drops = {size} + {evictions} + {drops}"
+    check_equal(misses, size + evictions + drops, "LOCK-4", "misses", f"{when}, {conserved}")
+
+
+#: Histories per profile example, and the share that must be decided (see SPEC LOCK-5).
+LOCK5_HISTORIES_PER_EXAMPLE = 4
+LOCK5_MIN_DECIDED = 0.9
+
+
+def history_worker(
+    manager: Any, recorder: Recorder, script: Sequence[tuple[str, tuple[str, ...]]]
+) -> Callable[[], None]:
+    """A thread's LOCK-5 work: its calls, recorded; the first exception ends it."""
+
+    def work() -> None:
+        for method, args in script:
+            text = call_text(method, args)
+            try:
+                recorder.call(method, args, functools.partial(perform, manager, method, args))
+            except Exception as error:
+                name = threading.current_thread().name
+                raise ClauseFailure("LOCK-5", f"{text} raised {error!r} in {name}") from error
+
+    return work
+
+
+def record_history(subject: Any, seed: str) -> list[Call]:
+    """A short sequential setup, then 2-4 threads making 2-5 calls each, all recorded."""
+    rnd = random.Random(seed)
+    manager = make_manager(subject, "LOCK-5", racing(), RACING)
+    recorder, inflight = Recorder(), InFlight()
+    setup = [("get_or_create_session", (rnd.choice(KEYS),)) for _ in range(rnd.randrange(4))]
+    scripts = [[pick(rnd) for _ in range(rnd.randint(2, 5))] for _ in range(rnd.randint(2, 4))]
+    escaped = run_threads_within(
+        "LOCK-5", [history_worker(manager, recorder, setup)], inflight, name="setup"
+    )
+    with fast_switching():
+        workers = [
+            perturbed(history_worker(manager, recorder, script), f"{seed}/{i}", YIELD_PROBABILITY)
+            for i, script in enumerate(scripts)
+        ]
+        escaped += run_threads_within("LOCK-5", workers, inflight)
+    if escaped:
+        thread, error = escaped[0]
+        shown = str(error) if isinstance(error, ClauseFailure) else f"{thread}: {error!r}"
+        fail("LOCK-5", shown, f"history {seed!r}")
+    return recorder.calls
+
+
+def fail_not_linearizable(verdict: Verdict, seed: str) -> None:
+    """Name the first call no order explains, then the search's account and the history."""
+    __tracebackhide__ = True
+    index, expected = verdict.rejected[0]  # a dead end always has rejected candidates
+    call = verdict.calls[index]
+    raise ClauseFailure(
+        "LOCK-5",
+        f"{call.text()}={call.result!r}, but should be {expected!r} [LOCK-5: no order of "
+        f"history {seed!r} explains it, max_sessions={MAX_SESSIONS}]\n{verdict.explain()}",
+    )

@@ -11,10 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis.stateful import run_state_machine_as_test
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sessionstate.conformance import AdapterSpec, UsageError
 from sessionstate.conformance._machine.adapt import AdapterMachine
+from sessionstate.conformance._machine.stateful import run_steps
 from sessionstate.conformance.plugin import load_configured_subject
 from sessionstate.conformance.subject import typed_specs
 
@@ -40,14 +42,20 @@ def _spec(subject: Any, spec: AdapterSpec | None) -> AdapterSpec:
 
 
 @pytest.mark.clause(*MUST_CLAUSES)
-def test_adapter_matches_bespoke(subject: Any, spec: AdapterSpec | None) -> None:
+@given(data=st.data())
+def test_adapter_matches_bespoke(
+    subject: Any, spec: AdapterSpec | None, data: st.DataObject
+) -> None:
     """Fresh and held adapters are bit-equal to the bespoke state through every sequence."""
-    spec = _spec(subject, spec)
-    run_state_machine_as_test(lambda: AdapterMachine(subject, spec))
+    adapter = _spec(subject, spec)
+    run_steps(lambda: AdapterMachine(subject, adapter), data)
 
 
 @pytest.mark.clause("ADAPT-8")
-def test_session_bytes_match_bespoke(subject: Any, spec: AdapterSpec | None) -> None:
+@given(data=st.data())
+def test_session_bytes_match_bespoke(
+    subject: Any, spec: AdapterSpec | None, data: st.DataObject
+) -> None:
     """After every call, the session reaches as many bytes per device as the bespoke state."""
-    spec = _spec(subject, spec)
-    run_state_machine_as_test(lambda: AdapterMachine(subject, spec, parity=True))
+    adapter = _spec(subject, spec)
+    run_steps(lambda: AdapterMachine(subject, adapter, parity=True), data)

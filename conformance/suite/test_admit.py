@@ -12,72 +12,28 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis.stateful import run_state_machine_as_test
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sessionstate.conformance._machine.admit import (
     ADMIT_CLAUSES,
+    CapLock,
     DefaultManagerMachine,
     RefusingManagerMachine,
     Same,
+    admit,
+    check_eviction_order,
+    check_marks,
+    counters,
+    make_manager,
     non_positive,
     outcome_of,
-    refusal,
-    session_key,
+    refuse,
+    refusing_manager,
+    set_evict_when_full,
 )
+from sessionstate.conformance._machine.stateful import run_steps
 from sessionstate.conformance.checks import calling, check, check_equal
-
-
-def _manager(subject: Any, max_sessions: int, **kwargs: Any) -> Any:
-    args = "".join(f", {name}={value!r}" for name, value in kwargs.items())
-    call = f"SessionStateManager(max_sessions={max_sessions}, byte_budget=None{args})"
-    with calling("ADMIT-11" if kwargs else "ADMIT-10", call):
-        return subject.make_manager(max_sessions=max_sessions, byte_budget=None, **kwargs)
-
-
-def _refusing(subject: Any, max_sessions: int) -> Any:
-    return _manager(subject, max_sessions, evict_when_full=False)
-
-
-def _admit(manager: Any, *session_ids: object, clause: str = "ADMIT-1") -> dict[str, Any]:
-    """Admit each id as a new, marked session; ``clause`` is why there must be room."""
-    admitted = {}
-    for session_id in session_ids:
-        key = session_key(session_id)
-        with calling(clause, f"get_or_create_session({session_id!r})"):
-            session = manager.get_or_create_session(session_id)
-            session.attrs["mark"] = key
-        admitted[key] = session
-    return admitted
-
-
-def _refuse(manager: Any, session_id: object, clause: str, when: str) -> None:
-    call = f"get_or_create_session({session_id!r})"
-    observed = outcome_of(lambda: manager.get_or_create_session(session_id))
-    check_equal(observed, refusal(session_id), clause, call, when)
-
-
-def _counters(manager: Any) -> tuple[int, int, int]:
-    return manager.hits, manager.misses, manager.evictions
-
-
-def _set_flag(manager: Any, flag: bool) -> None:
-    with calling("ADMIT-11", f"manager.evict_when_full = {flag}"):
-        manager.evict_when_full = flag
-
-
-def _check_marks(sessions: dict[str, Any], clause: str, when: str) -> None:
-    for key, session in sessions.items():
-        mark = session.attrs.get("mark")
-        check_equal(mark, key, clause, f"attrs['mark'] of session {key!r}", when)
-
-
-def _check_eviction_order(manager: Any, order: list[str], clause: str, when: str) -> None:
-    """On a full table, set evict_when_full; then each newcomer evicts the next of ``order``."""
-    _set_flag(manager, True)
-    for n in range(len(order)):
-        _admit(manager, f"new{n}", clause="ADMIT-11")
-        present = [key for key in order if key in manager]
-        check_equal(present, order[n + 1 :], clause, "resident of " + repr(order), when)
 
 
 @pytest.mark.clause("ADMIT-1")
@@ -85,42 +41,42 @@ def _check_eviction_order(manager: Any, order: list[str], clause: str, when: str
 @pytest.mark.parametrize("max_sessions", [1, 3, 300])
 def test_refuses_a_miss_when_full(subject: Any, max_sessions: int) -> None:
     """Below the cap a miss is admitted; at the cap it raises, naming the normalised key."""
-    manager = _refusing(subject, max_sessions)
-    _admit(manager, *[f"s{n}" for n in range(max_sessions)])
+    manager = refusing_manager(subject, max_sessions)
+    admit(manager, *[f"s{n}" for n in range(max_sessions)])
     for session_id in ("x", 7, None, ""):
-        _refuse(manager, session_id, "ADMIT-1", f"{max_sessions} sessions, evict_when_full=False")
+        refuse(manager, session_id, "ADMIT-1", f"{max_sessions} sessions, evict_when_full=False")
 
 
 @pytest.mark.clause("ADMIT-2", "ADMIT-1", "ADMIT-4")
 def test_refusal_leaves_the_table(subject: Any) -> None:
     """Two refusals leave the sessions, their contents and their LRU order b, c, a."""
-    manager = _refusing(subject, 3)
-    sessions = _admit(manager, "a", "b", "c")
+    manager = refusing_manager(subject, 3)
+    sessions = admit(manager, "a", "b", "c")
     with calling("ADMIT-4", "get_or_create_session('a')"):
         manager.get_or_create_session("a")
     when = "after refusing 'd' and 7 with table ['b', 'c', 'a']"
     for session_id in ("d", 7):
-        _refuse(manager, session_id, "ADMIT-1", "table ['b', 'c', 'a'], max_sessions=3")
+        refuse(manager, session_id, "ADMIT-1", "table ['b', 'c', 'a'], max_sessions=3")
     check_equal(len(manager), 3, "ADMIT-2", "len(manager)", when)
     check_equal(manager.evictions, 0, "ADMIT-2", "evictions", when)
     check_equal(
         [k for k in ("d", "7") if k in manager], [], "ADMIT-2", "refused ids in manager", when
     )
-    _check_marks(sessions, "ADMIT-2", when)
-    _check_eviction_order(manager, ["b", "c", "a"], "ADMIT-2", when)
+    check_marks(sessions, "ADMIT-2", when)
+    check_eviction_order(manager, ["b", "c", "a"], "ADMIT-2", when)
 
 
 @pytest.mark.clause("ADMIT-3", "ADMIT-1", "ADMIT-4")
 def test_refused_miss_counts_in_no_counter(subject: Any) -> None:
     """Refusals leave hits, misses, evictions and their stats() keys as they were."""
-    manager = _refusing(subject, 2)
-    _admit(manager, "a", "b")
+    manager = refusing_manager(subject, 2)
+    admit(manager, "a", "b")
     with calling("ADMIT-4", "get_or_create_session('a')"):
         manager.get_or_create_session("a")
     for session_id in ("c", "c", None):
-        _refuse(manager, session_id, "ADMIT-1", "table ['b', 'a'], max_sessions=2")
+        refuse(manager, session_id, "ADMIT-1", "table ['b', 'a'], max_sessions=2")
     when = "after 1 hit, 2 misses and 3 refusals"
-    check_equal(_counters(manager), (1, 2, 0), "ADMIT-3", "(hits, misses, evictions)", when)
+    check_equal(counters(manager), (1, 2, 0), "ADMIT-3", "(hits, misses, evictions)", when)
     with calling("ADMIT-3", "stats()"):
         stats = manager.stats()
     in_stats = (stats["hits"], stats["misses"], stats["evictions"])
@@ -130,33 +86,33 @@ def test_refused_miss_counts_in_no_counter(subject: Any) -> None:
 @pytest.mark.clause("ADMIT-4", "ADMIT-1")
 def test_hits_are_served_when_full(subject: Any) -> None:
     """A full refusing manager returns the same sessions, counts hits and reorders them."""
-    manager = _refusing(subject, 2)
-    sessions = _admit(manager, "a", "b")
+    manager = refusing_manager(subject, 2)
+    sessions = admit(manager, "a", "b")
     when = "table full, max_sessions=2, evict_when_full=False"
     for session_id in ["a", "c", "b", "a"]:
         if session_id == "c":
-            _refuse(manager, "c", "ADMIT-1", when)
+            refuse(manager, "c", "ADMIT-1", when)
             continue
         call = f"get_or_create_session({session_id!r})"
         observed = outcome_of(lambda sid=session_id: manager.get_or_create_session(sid))
         check_equal(observed, Same(sessions[session_id]), "ADMIT-4", call, when)
     check_equal(manager.hits, 3, "ADMIT-4", "hits", f"after 3 hits, {when}")
-    _check_eviction_order(manager, ["b", "a"], "ADMIT-4", "after hits on 'a', 'b', 'a'")
+    check_eviction_order(manager, ["b", "a"], "ADMIT-4", "after hits on 'a', 'b', 'a'")
 
 
 @pytest.mark.clause("ADMIT-5", "ADMIT-1")
 def test_drop_readmits(subject: Any) -> None:
     """A successful drop frees one slot for a new, empty session; an absent id frees none."""
-    manager = _refusing(subject, 2)
-    _admit(manager, "a", "b")
-    _refuse(manager, "c", "ADMIT-1", "table ['a', 'b'], max_sessions=2")
+    manager = refusing_manager(subject, 2)
+    admit(manager, "a", "b")
+    refuse(manager, "c", "ADMIT-1", "table ['a', 'b'], max_sessions=2")
     for session_id, dropped in (("c", False), ("a", True)):
         call = f"drop_session({session_id!r})"
         with calling("ADMIT-5", call):
             observed = manager.drop_session(session_id)
         check_equal(observed, dropped, "ADMIT-5", call, "table ['a', 'b'], max_sessions=2")
         if not dropped:
-            _refuse(manager, "c", "ADMIT-5", f"after {call} of an absent id")
+            refuse(manager, "c", "ADMIT-5", f"after {call} of an absent id")
     when = "after drop_session('a') with table ['a', 'b'], max_sessions=2"
     misses = manager.misses
     with calling("ADMIT-5", "get_or_create_session('c')"):
@@ -165,15 +121,15 @@ def test_drop_readmits(subject: Any) -> None:
     check_equal(contents, ([], {}), "ADMIT-5", "(names(), attrs) of session 'c'", when)
     check_equal(manager.misses - misses, 1, "ADMIT-5", "misses counted by the miss", when)
     check_equal(["b" in manager, "c" in manager], [True, True], "ADMIT-5", "['b', 'c'] in", when)
-    _refuse(manager, "d", "ADMIT-5", "table ['b', 'c'] full again")
+    refuse(manager, "d", "ADMIT-5", "table ['b', 'c'] full again")
 
 
 @pytest.mark.clause("ADMIT-6")
 @pytest.mark.parametrize(("new", "raised"), [(4, True), (3, False), (2, False), (1, False)])
 def test_raise_max_sessions_only_raises(subject: Any, new: int, raised: bool) -> None:
     """Only a higher cap is taken; an equal or lower one is refused with False, changing nothing."""
-    manager = _refusing(subject, 3)
-    _admit(manager, "a", "b", "c")
+    manager = refusing_manager(subject, 3)
+    admit(manager, "a", "b", "c")
     call, cap = f"raise_max_sessions({new})", new if raised else 3
     observed = outcome_of(lambda: manager.raise_max_sessions(new))
     check_equal(observed, raised, "ADMIT-6", call, "max_sessions=3")
@@ -181,7 +137,7 @@ def test_raise_max_sessions_only_raises(subject: Any, new: int, raised: bool) ->
         stats = manager.stats()
     check_equal(manager.max_sessions, cap, "ADMIT-6", "max_sessions", f"after {call}")
     check_equal(stats["max_sessions"], cap, "ADMIT-6", 'stats()["max_sessions"]', f"after {call}")
-    state = (stats["sessions"], _counters(manager))
+    state = (stats["sessions"], counters(manager))
     check_equal(state, (3, (0, 3, 0)), "ADMIT-6", "(sessions, counters)", f"after {call}")
 
 
@@ -190,7 +146,7 @@ def test_raise_max_sessions_only_raises(subject: Any, new: int, raised: bool) ->
 @pytest.mark.parametrize("refusing", [True, False], ids=["refusing", "default"])
 def test_raise_max_sessions_rejects_non_positive(subject: Any, new: int, refusing: bool) -> None:
     """n <= 0 raises ValueError("max_sessions must be positive") and keeps the cap."""
-    manager = _refusing(subject, 2) if refusing else _manager(subject, 2)
+    manager = refusing_manager(subject, 2) if refusing else make_manager(subject, 2)
     call = f"raise_max_sessions({new})"
     observed = outcome_of(lambda: manager.raise_max_sessions(new))
     check_equal(observed, non_positive(), "ADMIT-7", call, "max_sessions=2")
@@ -200,23 +156,23 @@ def test_raise_max_sessions_rejects_non_positive(subject: Any, new: int, refusin
 @pytest.mark.clause("ADMIT-8", "ADMIT-1", "ADMIT-6")
 def test_raised_cap_admits_more(subject: Any) -> None:
     """From 2 to 4: two more sessions are admitted without eviction, the fifth is refused."""
-    manager = _refusing(subject, 2)
-    _admit(manager, "a", "b")
-    _refuse(manager, "c", "ADMIT-1", "table ['a', 'b'], max_sessions=2")
+    manager = refusing_manager(subject, 2)
+    admit(manager, "a", "b")
+    refuse(manager, "c", "ADMIT-1", "table ['a', 'b'], max_sessions=2")
     observed = outcome_of(lambda: manager.raise_max_sessions(4))
     check_equal(observed, True, "ADMIT-6", "raise_max_sessions(4)", "max_sessions=2")
-    _admit(manager, "c", "d", clause="ADMIT-8")
+    admit(manager, "c", "d", clause="ADMIT-8")
     when = "after raise_max_sessions(4) and admitting 'c', 'd'"
     present = [key in manager for key in ("a", "b", "c", "d")]
     check_equal(present, [True] * 4, "ADMIT-8", "['a', 'b', 'c', 'd'] in manager", when)
     check_equal((len(manager), manager.evictions), (4, 0), "ADMIT-8", "(len, evictions)", when)
-    _refuse(manager, "e", "ADMIT-8", f"{when}: table full at the raised cap 4")
+    refuse(manager, "e", "ADMIT-8", f"{when}: table full at the raised cap 4")
 
 
 @pytest.mark.clause("ADMIT-9")
 def test_conservation_with_refusals(subject: Any) -> None:
     """misses == len + evictions + drops after each call of a scripted mixed history."""
-    manager = _refusing(subject, 2)
+    manager = refusing_manager(subject, 2)
     steps: list[tuple[str, object]] = [
         ("get", "a"), ("get", "b"), ("get", "c"), ("drop", "a"), ("get", "c"), ("get", None),
         ("raise", 3), ("get", None), ("get", "e"), ("get", "b"), ("drop", "x"), ("drop", "b"),
@@ -241,22 +197,22 @@ def test_conservation_with_refusals(subject: Any) -> None:
 @pytest.mark.parametrize("kwargs", [{}, {"evict_when_full": True}], ids=["default", "true"])
 def test_default_keeps_evicting(subject: Any, kwargs: dict[str, bool]) -> None:
     """An evicting manager evicts the least recently used, and evicts later after a raise."""
-    manager = _manager(subject, 2, **kwargs)
+    manager = make_manager(subject, 2, **kwargs)
     when = f"max_sessions=2, {kwargs or 'evict_when_full omitted'}"
     with calling("ADMIT-10", "manager.evict_when_full"):
         flag = manager.evict_when_full
     check_equal(flag, True, "ADMIT-10", "evict_when_full", when)
-    _admit(manager, "a", "b", clause="ADMIT-10")
+    admit(manager, "a", "b", clause="ADMIT-10")
     with calling("ADMIT-10", "get_or_create_session('a')"):
         manager.get_or_create_session("a")
-    _admit(manager, "c", clause="ADMIT-10")
+    admit(manager, "c", clause="ADMIT-10")
     present = [key in manager for key in ("a", "b", "c")]
     check_equal(
         present, [True, False, True], "ADMIT-10", "['a', 'b', 'c'] in", f"a, b, a, c; {when}"
     )
-    check_equal(_counters(manager), (1, 3, 1), "ADMIT-10", "(hits, misses, evictions)", when)
+    check_equal(counters(manager), (1, 3, 1), "ADMIT-10", "(hits, misses, evictions)", when)
     outcome_of(lambda: manager.raise_max_sessions(3))
-    _admit(manager, "d", clause="ADMIT-10")
+    admit(manager, "d", clause="ADMIT-10")
     when = "after raise_max_sessions(3) and a miss"
     check_equal((len(manager), manager.evictions), (3, 1), "ADMIT-10", "(len, evictions)", when)
 
@@ -264,50 +220,27 @@ def test_default_keeps_evicting(subject: Any, kwargs: dict[str, bool]) -> None:
 @pytest.mark.clause("ADMIT-11")
 def test_evict_when_full_is_a_live_attribute(subject: Any) -> None:
     """False is stored; setting True evicts at the next miss, setting False refuses again."""
-    manager = _refusing(subject, 1)
+    manager = refusing_manager(subject, 1)
     with calling("ADMIT-11", "manager.evict_when_full"):
         flag = manager.evict_when_full
     check_equal(flag, False, "ADMIT-11", "evict_when_full", "given False")
-    _admit(manager, "a")
-    _set_flag(manager, True)
-    _admit(manager, "b", clause="ADMIT-11")
+    admit(manager, "a")
+    set_evict_when_full(manager, True)
+    admit(manager, "b", clause="ADMIT-11")
     when = "after evict_when_full = True and a miss, max_sessions=1"
     check_equal(["a" in manager, "b" in manager], [False, True], "ADMIT-11", "['a', 'b'] in", when)
-    _set_flag(manager, False)
-    _refuse(manager, "c", "ADMIT-11", "after evict_when_full = False, table ['b']")
-
-
-class _CapLock:
-    """A non-reentrant lock that fails instead of deadlocking, recording the cap it saw
-    at each enter and exit (ADMIT-12)."""
-
-    def __init__(self) -> None:
-        self.manager: Any = None
-        self.held = False
-        self.spans: list[tuple[int, int]] = []
-        self._cap = 0
-
-    def _read_cap(self) -> int:
-        return -1 if self.manager is None else int(self.manager.max_sessions)
-
-    def __enter__(self) -> _CapLock:
-        check(not self.held, "ADMIT-12", "the manager's lock was entered while it was held")
-        self.held, self._cap = True, self._read_cap()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.held = False
-        self.spans.append((self._cap, self._read_cap()))
+    set_evict_when_full(manager, False)
+    refuse(manager, "c", "ADMIT-11", "after evict_when_full = False, table ['b']")
 
 
 @pytest.mark.clause("ADMIT-12", "ADMIT-1", "ADMIT-6")
 def test_admission_is_safe_under_the_lock(subject: Any) -> None:
     """A refusal releases the lock; raise_max_sessions writes the cap while holding it."""
-    lock = _CapLock()
-    manager = _manager(subject, 2, lock_factory=lambda: lock, evict_when_full=False)
+    lock = CapLock()
+    manager = make_manager(subject, 2, lock_factory=lambda: lock, evict_when_full=False)
     lock.manager = manager
-    _admit(manager, "a", "b")
-    _refuse(manager, "c", "ADMIT-1", "table ['a', 'b'], max_sessions=2")
+    admit(manager, "a", "b")
+    refuse(manager, "c", "ADMIT-1", "table ['a', 'b'], max_sessions=2")
     with calling("ADMIT-12", "len(manager) after a refusal"):
         len(manager)
     lock.spans.clear()
@@ -321,12 +254,14 @@ def test_admission_is_safe_under_the_lock(subject: Any) -> None:
 
 
 @pytest.mark.clause(*ADMIT_CLAUSES)
-def test_refusing_manager_machine(subject: Any) -> None:
+@given(data=st.data())
+def test_refusing_manager_machine(subject: Any, data: st.DataObject) -> None:
     """Every call on a manager built with evict_when_full=False agrees with the model."""
-    run_state_machine_as_test(lambda: RefusingManagerMachine(subject))
+    run_steps(lambda: RefusingManagerMachine(subject), data)
 
 
 @pytest.mark.clause(*ADMIT_CLAUSES)
-def test_default_manager_machine(subject: Any) -> None:
+@given(data=st.data())
+def test_default_manager_machine(subject: Any, data: st.DataObject) -> None:
     """Every call on a manager built without evict_when_full agrees with the model."""
-    run_state_machine_as_test(lambda: DefaultManagerMachine(subject))
+    run_steps(lambda: DefaultManagerMachine(subject), data)

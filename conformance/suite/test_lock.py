@@ -1,68 +1,66 @@
 """LOCK-*: locking (SPEC.md, "LOCK: locking").
 
 Every call into the subject from the test's own thread is bounded by the
-watchdog the plugin arms around each test (``conformance.watchdog``): a call
-that deadlocks on ``threading.Lock`` fails LOCK-3 naming the call, instead of
+watchdog the plugin arms around each test (``conformance._harness.watchdog``): a
+call that deadlocks on ``threading.Lock`` fails LOCK-3 naming the call, instead of
 hanging CI. The threads of LOCK-4 and LOCK-5 have a deadline of their own
-(``run_threads_within``). The locks
-handed to the subject are the suite's own (``conformance.locks``): they count
-how they are used and never deadlock on re-entry. Expected results come from
+(``run_threads_within``). The locks handed to the subject are the suite's own
+(``conformance._machine.lock``, with the calls, checks and threads these tests
+use): they count how they are used and never deadlock on re-entry. Expected results come from
 ``LruModel`` in ``conformance.linearizability``, the suite's own sequential
 model of the manager. The concurrent checks (LOCK-4, LOCK-5) run with a tiny
 ``sys.setswitchinterval``, a lock that yields the GIL after each critical
 section, and threads that yield at random calls inside the subject
 (``locks.perturbed``), so races the subject leaves open are hit on nearly
-every run: each zoo ``lock_*`` subject is caught every time in our trials.
+every run: each zoo ``lock_*`` subject is caught every time in our trials. The walk of
+LOCK-2, the round of LOCK-4 and the histories of LOCK-5 are Hypothesis examples,
+one per example, as many as the loaded profile runs.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import random
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from hypothesis import settings
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sessionstate.conformance._harness.watchdog import InFlight, run_threads_within
 from sessionstate.conformance._machine.lock import (
+    CONTEXT_ONLY,
+    COUNTING,
+    KEYS,
+    LOCK4_CALLS,
+    LOCK4_MAX_SESSIONS,
+    LOCK4_SECONDS,
+    LOCK5_HISTORIES_PER_EXAMPLE,
+    LOCK5_MIN_DECIDED,
+    MAX_SESSIONS,
+    MIX,
+    RACING,
+    YIELD_PROBABILITY,
     CountingFactory,
     RecordingLock,
+    Tally,
+    check_call_enters_lock,
+    check_counters_at_rest,
+    check_no_reentry,
+    fail,
+    fail_not_linearizable,
     fast_switching,
+    invoke,
+    lock4_worker,
+    make_manager,
+    perform,
     perturbed,
+    racing,
+    record_history,
+    run_sequentially,
 )
-from sessionstate.conformance._model.linearizability import (
-    Call,
-    LruModel,
-    Recorder,
-    Verdict,
-    call_text,
-    linearize,
-)
-from sessionstate.conformance.checks import ClauseFailure, calling, check, check_equal
-
-MAX_SESSIONS = 2
-KEYS = ("a", "b", "c")
-#: How failure messages name the suite's lock factories.
-COUNTING = "<counting factory of context-only locks>"
-CONTEXT_ONLY = "<context-only lock>"
-RACING = "<context-only lock that yields the GIL after each section>"
-
-
-def profile_examples() -> int:
-    """The loaded profile's ``max_examples``: scales the checks that do not use Hypothesis."""
-    return settings().max_examples
-
-
-def fail(clause: str, message: str, when: str = "") -> None:
-    """Fail ``clause`` with ``message [CLAUSE: when]``: for what no single comparison states."""
-    __tracebackhide__ = True
-    raise ClauseFailure(clause, f"{message} [{clause}{': ' + when if when else ''}]")
-
+from sessionstate.conformance._model.linearizability import LruModel, call_text, linearize
+from sessionstate.conformance.checks import calling, check, check_equal
 
 #: Every table-touching path once, with ``max_sessions=2``: miss, hit, a miss
 #: that evicts, ``in`` present and absent, drop present, evicted and absent.
@@ -82,71 +80,6 @@ SCRIPT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("len", ()),
     ("stats", ()),
 )
-
-#: Concurrent mixes: (method, weight). ``nbytes_by_device`` is left to LOCK-2/3:
-#: the model does not count bytes.
-MIX = (("get_or_create_session", 8), ("drop_session", 3), ("len", 3), ("in", 3), ("stats", 2))
-
-
-def perform(manager: Any, method: str, args: Sequence[Any]) -> Any:
-    """Call ``method`` the way a pipeline does; ``stats`` as (sessions, hits, misses, evictions)."""
-    if method == "len":
-        return len(manager)
-    if method == "in":
-        return args[0] in manager
-    if method == "stats":
-        stats = manager.stats()
-        return tuple(stats.get(k) for k in ("sessions", "hits", "misses", "evictions"))
-    return getattr(manager, method)(*args)
-
-
-def invoke(clause: str, manager: Any, method: str, args: Sequence[Any]) -> Any:
-    """``perform``; a subject exception fails ``clause`` (a hang, LOCK-3: the watchdog)."""
-    __tracebackhide__ = True
-    with calling(clause, call_text(method, args)):
-        return perform(manager, method, args)
-
-
-def make_manager(
-    subject: Any, clause: str, lock_factory: Any, label: str, max_sessions: int = MAX_SESSIONS
-) -> Any:
-    """``subject.make_manager(...)``; ``label`` names the factory in a failure."""
-    __tracebackhide__ = True
-    text = f"make_manager(max_sessions={max_sessions}, byte_budget=None, lock_factory={label})"
-    with calling(clause, text):
-        return subject.make_manager(
-            max_sessions=max_sessions, byte_budget=None, lock_factory=lock_factory
-        )
-
-
-def pick(rnd: random.Random, keys: Sequence[str] = KEYS) -> tuple[str, tuple[str, ...]]:
-    """One random call from ``MIX`` on ``keys``."""
-    method = rnd.choices([m for m, _ in MIX], [w for _, w in MIX])[0]
-    takes_key = method in ("get_or_create_session", "drop_session", "in")
-    return method, (rnd.choice(keys),) if takes_key else ()
-
-
-def run_sequentially(
-    clause: str, manager: Any, calls: Sequence[tuple[str, tuple[str, ...]]], when: str
-) -> None:
-    """Run ``calls`` one by one and check every result against ``LruModel``.
-
-    Sessions are shown as ``s0, s1, ...``: the n-th distinct session returned.
-    """
-    __tracebackhide__ = True
-    model, recorder = LruModel(MAX_SESSIONS), Recorder()
-    state = model.initial()
-    for method, args in calls:
-        text = call_text(method, args)
-        with calling(clause, text):
-            recorder.call(method, args, functools.partial(perform, manager, method, args))
-        if method == "nbytes_by_device":
-            continue  # not modelled: bytes are the ACCT clauses' business
-        step = model.step(state, recorder.calls[-1])
-        if not step.ok:
-            check_equal(recorder.calls[-1].result, step.expected, clause, text, when)
-        state = step.state
-
 
 # LOCK-1 ---------------------------------------------------------------------------------
 
@@ -183,52 +116,32 @@ def test_nullcontext_is_a_valid_lock_factory(subject: Any) -> None:
 # LOCK-2 ---------------------------------------------------------------------------------
 
 
-def _walk(seed: str, length: int) -> list[tuple[str, tuple[str, ...]]]:
-    rnd = random.Random(seed)
-    walk = [pick(rnd, (*KEYS, "d")) for _ in range(length)]
-    return [*walk, ("nbytes_by_device", ())]
+_KEYED = ("get_or_create_session", "drop_session", "in")
 
-
-def check_call_enters_lock(
-    lock: RecordingLock, manager: Any, method: str, args: Sequence[Any]
-) -> None:
-    """One call enters the lock at least once, leaves it as often, and returns with it free."""
-    __tracebackhide__ = True
-    text = call_text(method, args)
-    enters, exits = lock.enters, lock.exits
-    invoke("LOCK-2", manager, method, args)
-    entered, left = lock.enters - enters, lock.exits - exits
-    check(entered >= 1, "LOCK-2", f"lock entries during {text}={entered}, but should be at least 1")
-    check_equal(left, entered, "LOCK-2", f"lock exits during {text}", f"it entered {entered} times")
-    check(not lock.held, "LOCK-2", f"the lock is still held after {text} returned")
+#: One call of ``MIX`` (each method as often as its weight) on ``KEYS`` and an id never
+#: used by ``SCRIPT``; it shrinks towards ``get_or_create_session('a')``.
+calls = st.tuples(
+    st.sampled_from([method for method, weight in MIX for _ in range(weight)]),
+    st.sampled_from((*KEYS, "d")),
+).map(lambda call: (call[0], (call[1],) if call[0] in _KEYED else ()))
 
 
 @pytest.mark.clause("LOCK-2")
-def test_every_table_method_enters_the_lock(subject: Any) -> None:
+@given(walk=st.lists(calls, max_size=16))
+def test_every_table_method_enters_the_lock(
+    subject: Any, walk: list[tuple[str, tuple[str, ...]]]
+) -> None:
     """Each call of get_or_create_session, drop_session, len, in, nbytes_by_device and stats
-    enters the lock (possibly several times, one after another) and leaves it free."""
+    enters the lock (possibly several times, one after another) and leaves it free: the
+    script, then a random walk, then nbytes_by_device."""
     factory = CountingFactory(RecordingLock.factory(reentry="allow"))
     manager = make_manager(subject, "LOCK-2", factory, COUNTING)
     check_equal(factory.calls, 1, "LOCK-2", "lock_factory calls", "a manager must build its lock")
-    for method, args in (*SCRIPT, *_walk("LOCK-2", 8 * profile_examples())):
+    for method, args in (*SCRIPT, *walk, ("nbytes_by_device", ())):
         check_call_enters_lock(factory.made[0], manager, method, args)
 
 
 # LOCK-3 ---------------------------------------------------------------------------------
-
-
-def check_no_reentry(factory: CountingFactory, text: str) -> None:
-    """No lock built by ``factory`` was entered by a thread already holding it."""
-    __tracebackhide__ = True
-    for lock in factory.made:
-        if lock.reentries:
-            check_equal(
-                len(lock.reentries),
-                0,
-                "LOCK-3",
-                f"nested lock entries during {text} (via {lock.reentries[0].describe()})",
-                "a threading.Lock deadlocks there",
-            )
 
 
 @pytest.mark.clause("LOCK-3")
@@ -258,158 +171,40 @@ def test_every_method_returns_with_a_threading_lock(subject: Any) -> None:
 # LOCK-4 and LOCK-5: real threads -------------------------------------------------------
 
 
-def racing() -> Callable[[], RecordingLock]:
-    # A mutex that yields the GIL after each critical section: other threads
-    # then run exactly in the gaps a split check-then-act leaves open. Re-entry
-    # is let through, so a LOCK-3 bug cannot mask these clauses.
-    return RecordingLock.factory(reentry="allow", yield_after_release=True)
-
-
-#: Share of the subject's function calls at which a LOCK-4/5 thread yields the GIL.
-YIELD_PROBABILITY = 0.1
-
-
-@dataclass
-class Tally:
-    """What one LOCK-4 thread did and saw."""
-
-    gets: int = 0
-    drops: int = 0
-    errors: list[str] = field(default_factory=list)
-    over_cap: list[str] = field(default_factory=list)
-
-
-LOCK4_KEYS = tuple(f"k{i}" for i in range(6))
-LOCK4_MAX_SESSIONS = 3
-LOCK4_CALLS = 500  # per thread and round
-LOCK4_SECONDS = 30.0  # per round; a round takes well under a second
-
-
-def lock4_worker(manager: Any, seed: str, tally: Tally, inflight: InFlight) -> Callable[[], None]:
-    """A thread's LOCK-4 work: random calls, tallied; exceptions recorded, never fatal."""
-
-    def work() -> None:
-        rnd = random.Random(seed)
-        for _ in range(LOCK4_CALLS):
-            method, args = pick(rnd, LOCK4_KEYS)
-            text = call_text(method, args)
-            tally.gets += method == "get_or_create_session"
-            try:
-                with inflight.call(text):
-                    result = perform(manager, method, args)
-            except Exception as error:  # reported after the round, which goes on
-                tally.errors.append(f"{text} raised {error!r} in {threading.current_thread().name}")
-                continue
-            tally.drops += method == "drop_session" and bool(result)
-            seen = result if method == "len" else result[0] if method == "stats" else 0
-            if isinstance(seen, int) and seen > LOCK4_MAX_SESSIONS:
-                shown = text if method == "len" else f"{text}['sessions']"
-                tally.over_cap.append(f"{shown}={seen}")
-
-    return work
-
-
-def check_counters_at_rest(manager: Any, tallies: Sequence[Tally], when: str) -> None:
-    """Nothing raised or overflowed; hits + misses == gets and conservation, at rest."""
-    __tracebackhide__ = True
-    errors = [error for tally in tallies for error in tally.errors]
-    if errors:
-        fail("LOCK-4", errors[0], f"{when}; {len(errors)} calls raised")
-    over_cap = [seen for tally in tallies for seen in tally.over_cap]
-    if over_cap:
-        fail("LOCK-4", f"{over_cap[0]}, but should be at most {LOCK4_MAX_SESSIONS}", when)
-    gets, drops = sum(t.gets for t in tallies), sum(t.drops for t in tallies)
-    size = invoke("LOCK-4", manager, "len", ())
-    hits, misses, evictions = manager.hits, manager.misses, manager.evictions
-    check_equal(hits + misses, gets, "LOCK-4", "hits + misses", f"{when}, {gets} gets")
-    conserved = f"len + evictions + successful drops = {size} + {evictions} + {drops}"
-    check_equal(misses, size + evictions + drops, "LOCK-4", "misses", f"{when}, {conserved}")
+#: Which round: its number sets the thread count and seeds every thread's calls and
+#: yields, so a failing round is replayed as it ran (its interleaving aside).
+rounds = st.integers(0, 2**32 - 1)
 
 
 @pytest.mark.clause("LOCK-4")
-def test_concurrent_calls_keep_counters_consistent(subject: Any) -> None:
+@given(round_=rounds)
+def test_concurrent_calls_keep_counters_consistent(subject: Any, round_: int) -> None:
     """4 to 8 threads hammer a small key space; no call raises, no observer sees more than
     max_sessions, and at rest hits + misses == gets and misses == len + evictions + drops."""
-    for round_ in range(max(2, profile_examples() // 20)):
-        threads = 4 + round_ % 5
-        when = f"round {round_}: {threads} threads x {LOCK4_CALLS} calls"
-        manager = make_manager(subject, "LOCK-4", racing(), RACING, LOCK4_MAX_SESSIONS)
-        tallies, inflight = [Tally() for _ in range(threads)], InFlight()
-        workers = [
-            perturbed(lock4_worker(manager, seed, tally, inflight), seed, YIELD_PROBABILITY)
-            for seed, tally in ((f"LOCK-4/{round_}/{i}", t) for i, t in enumerate(tallies))
-        ]
-        with fast_switching():
-            escaped = run_threads_within("LOCK-4", workers, inflight, LOCK4_SECONDS)
-        if escaped:
-            fail("LOCK-4", f"{escaped[0][1]!r} escaped from {escaped[0][0]}", when)
-        check_counters_at_rest(manager, tallies, f"{when}, max_sessions={LOCK4_MAX_SESSIONS}")
-
-
-#: Histories per profile example, and the share that must be decided (see SPEC LOCK-5).
-LOCK5_HISTORIES_PER_EXAMPLE = 4
-LOCK5_MIN_DECIDED = 0.9
-
-
-def history_worker(
-    manager: Any, recorder: Recorder, script: Sequence[tuple[str, tuple[str, ...]]]
-) -> Callable[[], None]:
-    """A thread's LOCK-5 work: its calls, recorded; the first exception ends it."""
-
-    def work() -> None:
-        for method, args in script:
-            text = call_text(method, args)
-            try:
-                recorder.call(method, args, functools.partial(perform, manager, method, args))
-            except Exception as error:
-                name = threading.current_thread().name
-                raise ClauseFailure("LOCK-5", f"{text} raised {error!r} in {name}") from error
-
-    return work
-
-
-def record_history(subject: Any, seed: str) -> list[Call]:
-    """A short sequential setup, then 2-4 threads making 2-5 calls each, all recorded."""
-    rnd = random.Random(seed)
-    manager = make_manager(subject, "LOCK-5", racing(), RACING)
-    recorder, inflight = Recorder(), InFlight()
-    setup = [("get_or_create_session", (rnd.choice(KEYS),)) for _ in range(rnd.randrange(4))]
-    scripts = [[pick(rnd) for _ in range(rnd.randint(2, 5))] for _ in range(rnd.randint(2, 4))]
-    escaped = run_threads_within(
-        "LOCK-5", [history_worker(manager, recorder, setup)], inflight, name="setup"
-    )
+    threads = 4 + round_ % 5
+    when = f"round {round_}: {threads} threads x {LOCK4_CALLS} calls"
+    manager = make_manager(subject, "LOCK-4", racing(), RACING, LOCK4_MAX_SESSIONS)
+    tallies, inflight = [Tally() for _ in range(threads)], InFlight()
+    workers = [
+        perturbed(lock4_worker(manager, seed, tally, inflight), seed, YIELD_PROBABILITY)
+        for seed, tally in ((f"LOCK-4/{round_}/{i}", t) for i, t in enumerate(tallies))
+    ]
     with fast_switching():
-        workers = [
-            perturbed(history_worker(manager, recorder, script), f"{seed}/{i}", YIELD_PROBABILITY)
-            for i, script in enumerate(scripts)
-        ]
-        escaped += run_threads_within("LOCK-5", workers, inflight)
+        escaped = run_threads_within("LOCK-4", workers, inflight, LOCK4_SECONDS)
     if escaped:
-        thread, error = escaped[0]
-        shown = str(error) if isinstance(error, ClauseFailure) else f"{thread}: {error!r}"
-        fail("LOCK-5", shown, f"history {seed!r}")
-    return recorder.calls
-
-
-def fail_not_linearizable(verdict: Verdict, seed: str) -> None:
-    """Name the first call no order explains, then the search's account and the history."""
-    __tracebackhide__ = True
-    index, expected = verdict.rejected[0]  # a dead end always has rejected candidates
-    call = verdict.calls[index]
-    raise ClauseFailure(
-        "LOCK-5",
-        f"{call.text()}={call.result!r}, but should be {expected!r} [LOCK-5: no order of "
-        f"history {seed!r} explains it, max_sessions={MAX_SESSIONS}]\n{verdict.explain()}",
-    )
+        fail("LOCK-4", f"{escaped[0][1]!r} escaped from {escaped[0][0]}", when)
+    check_counters_at_rest(manager, tallies, f"{when}, max_sessions={LOCK4_MAX_SESSIONS}")
 
 
 @pytest.mark.clause("LOCK-5")
-def test_concurrent_histories_are_linearizable(subject: Any) -> None:
-    """Short concurrent histories have an order, consistent with real time, that the
-    sequential model accepts. Undecided (out of budget) histories never count as passes."""
-    histories = LOCK5_HISTORIES_PER_EXAMPLE * profile_examples()
+@given(batch=rounds)
+def test_concurrent_histories_are_linearizable(subject: Any, batch: int) -> None:
+    """Short concurrent histories (``LOCK5_HISTORIES_PER_EXAMPLE`` per example) have an
+    order, consistent with real time, that the sequential model accepts. Undecided (out of
+    budget) histories never count as passes."""
+    histories = LOCK5_HISTORIES_PER_EXAMPLE
     undecided: list[str] = []
-    for n in range(histories):
+    for n in range(batch * histories, (batch + 1) * histories):
         seed = f"LOCK-5/{n}"
         verdict = linearize(record_history(subject, seed), LruModel(MAX_SESSIONS))
         if verdict.outcome == "not linearizable":

@@ -1,570 +1,120 @@
 """OBJ-*: custom StateObjects (SPEC.md, "OBJ: custom StateObjects").
 
-One state machine run per ``StateObjectSpec`` in ``subject.state_objects``, the
-test id naming the spec. The machine's own model is small on purpose (is the
-object resident, what may be staged, which session holds it); everything else is
-read back through the spec's ``held(obj)`` and priced by the suite's
-``MemoryModel``, never by the object's own code. What the object holds is
-compared with the spec's own plain model, when it declares one (OBJ-9,
-``object_models``).
+One state machine (``StateObjectMachine`` in ``sessionstate.conformance._machine.obj``)
+per ``StateObjectSpec`` in ``subject.state_objects``, the test id naming the spec. The
+machine's own model is small on purpose (is the object resident, what may be staged,
+which session holds it); everything else is read back through the spec's ``held(obj)``
+and priced by the suite's ``MemoryModel``, never by the object's own code. What the
+object holds is compared with the spec's own plain model, when it declares one (OBJ-9,
+``object_models``). The focused OBJ-6, OBJ-7 and OBJ-9 tests run once per spec too
+(``each_spec``, ``model_spec``), a failure naming its spec.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from functools import cache
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any
 
 import pytest
-from hypothesis import Phase, given, note, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from hypothesis.stateful import (
-    RuleBasedStateMachine,
-    initialize,
-    invariant,
-    precondition,
-    rule,
-    run_state_machine_as_test,
-)
-from hypothesis.strategies import SearchStrategy
 
 from sessionstate.conformance import StateObjectSpec, UsageError
-from sessionstate.conformance._model.memory import allocate, available_devices
-from sessionstate.conformance._model.objects import ModelMirror, check_recomputable
-from sessionstate.conformance.checks import (
-    ClauseFailure,
-    calling,
-    check_bytes,
-    check_equal,
-    nonzero,
+from sessionstate.conformance._machine.obj import (
+    MISUSES,
+    StateObjectMachine,
+    naming_spec,
+    spec_params,
 )
+from sessionstate.conformance._machine.stateful import run_steps
 from sessionstate.conformance.plugin import load_configured_subject
-from sessionstate.conformance.specs import UNKNOWN_KEYWORD, MemoryModel
-from sessionstate.conformance.strategies import FILLS
 from sessionstate.conformance.subject import typed_specs
-
-if TYPE_CHECKING:
-    from sessionstate.conformance._model.memory import Allocation, Held
-
-#: Checked for every spec; OBJ-9 only for a spec with a model.
-OBJ_CLAUSES = (*(f"OBJ-{n}" for n in range(1, 9)), "OBJ-10")
-_SHAPES = ((0,), (2,), (3,), (2, 2), (3, 2), (4,))
-_DTYPES = ("float32", "float16", "int64")
-_MISUSES = ("an unknown keyword", "a positional sizing argument", "a positional include_staged")
-Args = tuple[Any, ...]
-Kwargs = Mapping[str, Any] | None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrize ``spec`` by the subject's specs (``spec_params``)."""
-    if "spec" not in metafunc.fixturenames:
+    """Parametrize ``spec`` by the subject's specs (``spec_params``, clause marks per item),
+    and ``each_spec`` (every spec) and ``model_spec`` (the specs with a model) by name:
+    their tests carry their own clause marks. An empty list is one ``None``, which skips."""
+    names = {"spec", "each_spec", "model_spec"} & set(metafunc.fixturenames)
+    if not names:
         return
     subject = load_configured_subject(metafunc.config)
     try:
         specs = typed_specs(subject, "state_objects", StateObjectSpec)
     except UsageError as error:
         raise pytest.UsageError(str(error)) from None
-    metafunc.parametrize("spec", spec_params(specs))
+    if "spec" in names:
+        metafunc.parametrize("spec", spec_params(specs))
+    for name in names - {"spec"}:
+        chosen = [s for s in specs if s.model] if name == "model_spec" else list(specs)
+        metafunc.parametrize(name, chosen or [None], ids=[s.name for s in chosen] or ["none"])
 
 
-def spec_params(specs: Sequence[StateObjectSpec]) -> list[Any]:
-    """One item per spec (one ``None`` when there is none), clause marks per item.
-
-    OBJ-9 is tagged only where a model checks it; a spec without a model adds an
-    OBJ-9 item skipped naming it, as a missing capability is, so OBJ-9 never
-    passes for want of a model.
-    """
-    every = pytest.mark.clause(*OBJ_CLAUSES, "OBJ-9")
-    params = [] if specs else [pytest.param(None, id="none", marks=every)]
-    for spec in specs:
-        if spec.model is not None:
-            params.append(pytest.param(spec, id=spec.name, marks=every))
-            continue
-        reason = f"OBJ-9 needs a model, which spec {spec.name!r} does not declare"
-        no_model = [pytest.mark.clause("OBJ-9"), pytest.mark.skip(reason=reason)]
-        params.append(pytest.param(spec, id=spec.name, marks=pytest.mark.clause(*OBJ_CLAUSES)))
-        params.append(pytest.param(spec, id=f"{spec.name}-no-model", marks=no_model))
-    return params
+def _spec(
+    subject: Any, spec: StateObjectSpec | None, what: str = "state_objects"
+) -> StateObjectSpec:
+    if spec is None:
+        pytest.skip(f"subject {subject.name!r} has no {what}")
+    return spec
 
 
-def for_each_spec(specs: Sequence[StateObjectSpec], run: Callable[[StateObjectSpec], None]) -> None:
-    """``run(spec)`` for every spec; a failure names the spec it was found on."""
-    for spec in specs:
-        try:
-            run(spec)
-        except ClauseFailure as failure:
-            raise ClauseFailure(failure.clause, f"spec {spec.name!r}: {failure}") from failure
-
-
-def test_state_object(subject: Any, spec: StateObjectSpec | None) -> None:
+@given(data=st.data())
+def test_state_object(subject: Any, spec: StateObjectSpec | None, data: st.DataObject) -> None:
     """The object follows the StateObject contract through every sequence of its methods
     (tagged per spec by ``pytest_generate_tests``)."""
-    if spec is None:
-        pytest.skip(f"subject {subject.name!r} has no state_objects")
-    run_state_object_machine(subject, spec)
+    checked = _spec(subject, spec)
+    run_steps(lambda: StateObjectMachine(subject, checked), data)
 
 
 @pytest.mark.clause("OBJ-6")
-def test_evict_of_a_holding_object(subject: Any) -> None:
+@given(data=st.data())
+def test_evict_of_a_holding_object(
+    subject: Any, each_spec: StateObjectSpec | None, data: st.DataObject
+) -> None:
     """OBJ-6 in every example rather than when the machine's search evicts a non-empty
     object (one detection-benchmark seed never did): allocate, commit, evict."""
-    specs = typed_specs(subject, "state_objects", StateObjectSpec)
-    if not specs:
-        pytest.skip(f"subject {subject.name!r} has no state_objects")
-    for_each_spec(specs, lambda spec: _evict_after_commit(subject, spec))
-
-
-def _evict_after_commit(subject: Any, spec: StateObjectSpec) -> None:
-    @given(data=st.data())
-    def run(data: Any) -> None:
+    spec = _spec(subject, each_spec)
+    with naming_spec(spec):
         machine = StateObjectMachine(subject, spec)
         machine.allocate(data)
-        machine._write("commit", data)
+        machine.write("commit", data)
         if machine.allocated:
             machine.evict()
 
-    run()
-
 
 @pytest.mark.clause("OBJ-7")
-def test_every_misuse_raises_type_error(subject: Any) -> None:
+@given(data=st.data(), allocated=st.booleans())
+def test_every_misuse_raises_type_error(
+    subject: Any, each_spec: StateObjectSpec | None, data: st.DataObject, allocated: bool
+) -> None:
     """OBJ-7 in every example rather than when the machine draws a misuse: each of an
     unknown keyword, a positional sizing argument and a positional ``view`` flag, on a
     fresh object and on an allocated one."""
-    specs = typed_specs(subject, "state_objects", StateObjectSpec)
-    if not specs:
-        pytest.skip(f"subject {subject.name!r} has no state_objects")
-    for_each_spec(specs, lambda spec: _every_misuse(subject, spec))
-
-
-def _every_misuse(subject: Any, spec: StateObjectSpec) -> None:
-    @given(data=st.data(), allocated=st.booleans())
-    def run(data: Any, allocated: bool) -> None:
+    spec = _spec(subject, each_spec)
+    with naming_spec(spec):
         machine = StateObjectMachine(subject, spec)
         if allocated:
             machine.allocate(data)
-        for misuse in _MISUSES:
+        for misuse in MISUSES:
             machine.allocate_or_view_wrongly(data, misuse)
 
-    run()
+
+#: Three to eight writes in a row.
+writes = st.lists(st.sampled_from(["commit", "append"]), min_size=3, max_size=8)
 
 
 @pytest.mark.clause("OBJ-9")
-def test_a_run_of_writes_matches_the_model(subject: Any) -> None:
+@given(data=st.data(), methods=writes)
+def test_a_run_of_writes_matches_the_model(
+    subject: Any, model_spec: StateObjectSpec | None, data: st.DataObject, methods: list[str]
+) -> None:
     """OBJ-9 where rings and caches go wrong: allocate, then three to eight commits and
     appends in a row, every observation checked after each. The machine's search rarely
     writes past ``maxlen`` (once in all of a ``ci`` run's 60 programs, measured), so a
     ring that drops the wrong end needs this test to be seen."""
-    specs = [s for s in typed_specs(subject, "state_objects", StateObjectSpec) if s.model]
-    if not specs:
-        pytest.skip(f"subject {subject.name!r} has no state_objects with a model")
-    for_each_spec(specs, lambda spec: run_writes_in_a_row(subject, spec))
-
-
-def run_writes_in_a_row(subject: Any, spec: StateObjectSpec) -> None:
-    writes = st.lists(st.sampled_from(["commit", "append"]), min_size=3, max_size=8)
-
-    @given(data=st.data(), methods=writes)
-    def run(data: Any, methods: list[str]) -> None:
+    spec = _spec(subject, model_spec, "state_objects with a model")
+    with naming_spec(spec):
         machine = StateObjectMachine(subject, spec)
         machine.allocate(data)
         for method in methods:
-            machine._write(method, data)
+            machine.write(method, data)
             machine.check_object()
-
-    run()
-
-
-def run_state_object_machine(subject: Any, spec: StateObjectSpec) -> None:
-    """Run :class:`StateObjectMachine` for ``spec`` under the loaded profile.
-
-    Less the explain phase: on a failing machine it replays about a thousand
-    variants (over 90% of the time to report) to name the lines only failing
-    runs reached, which here is always the raise in ``checks``.
-    """
-    loaded = settings()  # the profile in force
-    phases = [phase for phase in loaded.phases if phase is not Phase.explain]
-    run_state_machine_as_test(  # type: ignore[no-untyped-call]
-        lambda: StateObjectMachine(subject, spec), settings=settings(loaded, phases=phases)
-    )
-
-
-class _Snapshot(NamedTuple):
-    resident: bool
-    nbytes_by_device: dict[str, int]
-    held: tuple[str, ...] | None
-
-
-class StateObjectMachine(RuleBasedStateMachine):
-    """One spec's object against the StateObject contract, checked after every rule."""
-
-    def __init__(self, subject: Any, spec: StateObjectSpec) -> None:
-        super().__init__()
-        self.subject, self.spec = subject, spec
-        self.memory = MemoryModel()
-        self.tensors = _tensors(self.memory, _allocations())
-        self.payloads = spec.payload_strategy(self.tensors)
-        self.aliases = _aliases(self)
-        self.kwargs = spec.allocate_kwargs()
-        self.allocated = False  # from allocate() until reset() or evict()
-        self.committed = False  # something committed since allocate()
-        self.raised: Exception | None = None  # what the last _call raised, if anything
-        self.staged: object | None = None  # the payload of a stage() not yet discarded
-        self.just_staged = False  # stage() was the last change: commit() must not refuse
-        self.manager: Any = None
-        self.session: Any = None
-        self.attrs: list[Allocation] = []
-        self.last = "factory()"
-        self.obj = self._create()
-        self.mirror = ModelMirror(spec.model, spec.observations)  # OBJ-9; inert without a model
-
-    # -- helpers ---------------------------------------------------------------
-
-    def _create(self) -> Any:
-        with calling("OBJ-1", f"{self.spec.name} factory()"):
-            obj = self.spec.factory()
-        return obj
-
-    def held_allocations(self, clause: str = "OBJ-2") -> list[Allocation]:
-        """The allocations behind ``held(obj)`` (none while not resident)."""
-        if not self.allocated:
-            return []
-        try:
-            value = self.spec.held(self.obj)
-        except Exception:
-            self._check_resident()  # a held() that raises on a non-resident object: say so
-            with calling(clause, f"held({self.spec.name}) {self._when()}"):
-                raise
-        return self.memory.allocations_in(value)
-
-    def _bytes(self, clause: str, seen: set[Any] | None = None) -> dict[str, int]:
-        with calling(clause, f"nbytes_by_device(seen) {self._when()}"):
-            return dict(self.obj.nbytes_by_device(set() if seen is None else seen))
-
-    def _snapshot(self, clause: str) -> _Snapshot:
-        with calling(clause, f"resident {self._when()}"):
-            resident = bool(self.obj.resident)
-        labels = tuple(a.label for a in self.held_allocations(clause)) if self.allocated else None
-        return _Snapshot(resident, self._bytes(clause), labels)
-
-    def _check_unchanged(self, before: _Snapshot, clause: str) -> None:
-        after = self._snapshot(clause)
-        when = self._when()
-        check_equal(after.resident, before.resident, clause, "resident", when)
-        check_bytes(after.nbytes_by_device, before.nbytes_by_device, clause, "bytes", when)
-        check_equal(after.held, before.held, clause, "allocations held", when)
-
-    def _when(self) -> str:
-        return f"after {self.last}"
-
-    def _call(
-        self, call: str, clause: str, method: str, args: Args = (), kwargs: Kwargs = None,
-        refusable: bool = False,
-    ) -> Any:  # fmt: skip
-        """``obj.method(*args, **kwargs)``, after the same call on the spec's model.
-
-        An exception the model raised too is OBJ-9's to judge; with
-        ``refusable``, a ``RuntimeError`` is an allowed refusal, which must
-        change nothing. Any other exception fails ``clause``.
-        """
-        self.last = call
-        self.mirror.call(method, args, kwargs or {})
-        before = self._snapshot(clause) if refusable else None
-        error: Exception | None = None
-        with calling(clause, call):
-            try:
-                result = getattr(self.obj, method)(*args, **(kwargs or {}))
-            except Exception as raised:
-                refused = before is not None and isinstance(raised, RuntimeError)
-                if self.mirror.raised is None and not refused:
-                    raise
-                error, result = raised, None
-        self.raised = error
-        if error is not None:
-            self.last = f"{call}, raised {type(error).__name__}"
-        if before is not None and isinstance(error, RuntimeError):
-            self._check_unchanged(before, clause)
-        self.mirror.check_outcome(call, error)
-        return result
-
-    def _expect_error(
-        self, call: str, error: type[Exception], clause: str, when: str, method: str,
-        args: Args = (), kwargs: Kwargs = None,
-    ) -> None:  # fmt: skip
-        self.last = call
-        self.mirror.call(method, args, kwargs or {})  # keeps the model in step
-        try:
-            getattr(self.obj, method)(*args, **(kwargs or {}))
-        except error:
-            return
-        except Exception as other:
-            raised: str | None = type(other).__name__
-        else:
-            raised = None
-        check_equal(raised, error.__name__, clause, f"exception from {call}", when)
-
-    def _draw_payload(self, data: Any) -> tuple[Any, str]:
-        payload = data.draw(self.payloads, label="payload")
-        text = self.memory.describe(payload)
-        note(f"payload = {text}")
-        return payload, text
-
-    def _write(self, method: str, data: Any) -> None:
-        payload, text = self._draw_payload(data)
-        self._call(f"{method}({text})", "OBJ-1", method, (payload,), refusable=not self.allocated)
-        self.just_staged = False
-        self.committed = self.committed or (self.allocated and self.raised is None)
-
-    def _counts_staged(self, observed: dict[str, int]) -> bool:
-        # Names the more specific clause: the bytes match held(obj) *plus* the
-        # staged payload, which OBJ-3 says is never counted.
-        if self.staged is None:
-            return False
-        staged = self.memory.allocations_in(self.staged)
-        return nonzero(observed) == nonzero(
-            self.memory.expected([*self.held_allocations(), *staged])
-        )
-
-    # -- rules: one per StateObject (or SessionState) method --------------------
-
-    @initialize(data=st.data())
-    def start(self, data: Any) -> None:
-        # Most bugs need an allocated object holding payloads: start half the
-        # runs so (and a quarter allocated and empty), leaving their steps for
-        # what follows. 0, the shrink target, starts from the bare factory().
-        setup = data.draw(st.integers(0, 3), label="setup (0 bare, 1 allocated, 2+ holding)")
-        if setup >= 1:
-            self.allocate(data)
-        if setup >= 2:
-            self._write("commit", data)
-
-    @rule(data=st.data())
-    def allocate(self, data: Any) -> None:
-        kwargs = data.draw(self.kwargs, label="kwargs")
-        self._call(f"allocate({_keywords(kwargs)})", "OBJ-1", "allocate", (), kwargs)
-        self.allocated, self.committed, self.just_staged = True, False, False
-        payloads = [a for a in self.held_allocations("OBJ-1") if self.memory.is_suites(a)]
-        check_equal(payloads, [], "OBJ-1", "payload allocations held", self._when())
-
-    @rule(data=st.data(), misuse=st.sampled_from(_MISUSES))
-    def allocate_or_view_wrongly(self, data: Any, misuse: str) -> None:
-        # Keyword-only (OBJ-7): allocate() with an unknown keyword, or with its
-        # first sizing argument (None when it has none) by position; view(flag).
-        kwargs, method, args = data.draw(self.kwargs, label="kwargs"), "allocate", ()
-        if misuse == _MISUSES[0]:
-            kwargs[UNKNOWN_KEYWORD] = 1
-        elif misuse == _MISUSES[1]:
-            args = (kwargs.pop(next(iter(kwargs))) if kwargs else None,)
-        else:
-            method, args, kwargs = "view", (data.draw(st.booleans(), label="flag"),), {}
-        before = self._snapshot("OBJ-7")
-        call = f"{method}({_keywords(kwargs, args)})"
-        self._expect_error(call, TypeError, "OBJ-7", misuse, method, args, kwargs)
-        self._check_unchanged(before, "OBJ-7")
-
-    @rule(data=st.data())
-    def commit(self, data: Any) -> None:
-        if not data.draw(st.booleans(), label="commit() with no payload"):
-            self._write("commit", data)
-            return
-        # commit() may refuse (RuntimeError) before allocate() or with nothing
-        # staged; right after stage() it must take the staged payload (OBJ-3).
-        must_take = self.allocated and self.just_staged
-        clause = "OBJ-3" if must_take else "OBJ-1"
-        staged = self.staged is not None
-        self._call("commit()", clause, "commit", refusable=not must_take)
-        # With nothing staged, commit() commits nothing, whether it refuses or not.
-        self.committed = self.committed or (self.allocated and staged and self.raised is None)
-        self.just_staged = False
-
-    @rule(data=st.data())
-    def append(self, data: Any) -> None:
-        self._write("append", data)
-
-    @rule(data=st.data())
-    def stage(self, data: Any) -> None:
-        payload, text = self._draw_payload(data)
-        before = self._snapshot("OBJ-3")
-        self._call(f"stage({text})", "OBJ-3", "stage", (payload,))
-        self._check_unchanged(before, "OBJ-3")
-        self.staged, self.just_staged = payload, True
-
-    @rule()
-    def discard(self) -> None:
-        before = self._snapshot("OBJ-3")
-        self._call("discard()", "OBJ-3", "discard")
-        self._check_unchanged(before, "OBJ-3")
-        self.staged, self.just_staged = None, False
-
-    @rule(include_staged=st.sampled_from([None, True, False]))
-    def view(self, include_staged: bool | None) -> None:
-        # None: view() with the default, which must be include_staged=True (OBJ-9).
-        before = self._snapshot("OBJ-1")
-        kwargs = {} if include_staged is None else {"include_staged": include_staged}
-        call = f"view({_keywords(kwargs)})"
-        self._call(call, "OBJ-1", "view", (), kwargs, refusable=not self.allocated)
-        self._check_unchanged(before, "OBJ-1")
-
-    @rule()
-    def reset(self) -> None:
-        self._call("reset()", "OBJ-1", "reset")
-        self.allocated, self.committed, self.staged, self.just_staged = False, False, None, False
-
-    @precondition(lambda self: self.allocated)
-    @rule()
-    def evict(self) -> None:
-        if not self.spec.evictable:
-            before = self._snapshot("OBJ-6")
-            when = "the spec says evictable=False"
-            self._expect_error("evict()", RuntimeError, "OBJ-6", when, "evict")
-            self.last = "evict() of a never-evictable object"
-            self._check_unchanged(before, "OBJ-6")
-            return
-        held = sum(self.memory.expected(self.held_allocations()).values())
-        freed = self._call("evict()", "OBJ-6", "evict")
-        check_equal(freed, held, "OBJ-6", "evict()", f"with {held} bytes held")
-        self.allocated, self.committed, self.staged, self.just_staged = False, False, None, False
-        with calling("OBJ-6", "resident after evict()"):
-            resident = self.obj.resident
-        check_equal(resident, False, "OBJ-6", "resident", self._when())
-        check_bytes(self._bytes("OBJ-6"), {}, "OBJ-6", "nbytes_by_device(set())", self._when())
-
-    @rule(data=st.data())
-    def put(self, data: Any) -> None:
-        if self.session is None:
-            call = "make_manager(max_sessions=1, byte_budget=None).get_or_create_session('obj')"
-            with calling("OBJ-4", call):
-                self.manager = self.subject.make_manager(max_sessions=1, byte_budget=None)
-                self.session = self.manager.get_or_create_session("obj")
-        aliases = data.draw(self.aliases, label="aliases")
-        self.last = (
-            f"session.put({self.spec.name!r}, obj); "
-            f"session.attrs['aliases'] = {self.memory.describe(aliases)}"
-        )
-        note(self.last)
-        with calling("OBJ-4", self.last):
-            self.session.put(self.spec.name, self.obj)
-            self.session.attrs["aliases"] = aliases
-        self.attrs = self.memory.allocations_in(aliases)
-
-    @precondition(lambda self: self.session is not None)
-    @rule()
-    def get_or_create(self) -> None:
-        made: list[Any] = []
-
-        def factory() -> Any:
-            made.append(self.spec.factory())
-            return made[-1]
-
-        name, cls = self.spec.name, type(self.obj)
-        call = self.last = f"session.get_or_create({name!r}, factory, {cls.__name__})"
-        with calling("OBJ-8", call):
-            got = self.session.get_or_create(name, factory, cls)
-        if self.expects_resident:
-            check_equal(len(made), 0, "OBJ-8", "factory() calls", "while the object is resident")
-            check_equal(got is self.obj, True, "OBJ-8", f"{call} is the stored object")
-            return
-        check_equal(len(made), 1, "OBJ-8", "factory() calls", "once the object is not resident")
-        check_equal(got is made[0], True, "OBJ-8", f"{call} is what factory() returned")
-        with calling("OBJ-8", f"session.get({name!r})"):
-            stored = self.session.get(name)
-        check_equal(stored is got, True, "OBJ-8", f"session.get({name!r}) is the new object")
-        self.obj, self.staged, self.just_staged = got, None, False
-        self.allocated = self.committed = False  # factory() returns an unallocated object
-        self.mirror.renew()
-
-    # -- invariants ---------------------------------------------------------------
-
-    @invariant()
-    def check_object(self) -> None:
-        # One invariant in a deliberate order (Hypothesis would run several in
-        # name order, and print each after every step).
-        self._check_resident()
-        self._check_bytes()
-        self._check_seen()
-        self._check_nbytes()
-        check_recomputable(self.obj, self.expects_resident, self._when())  # OBJ-10
-        self.mirror.check_observations(self.obj, self._when())  # OBJ-9
-
-    def _check_resident(self) -> None:
-        with calling("OBJ-1", f"resident {self._when()}"):
-            resident = self.obj.resident
-        when = self._when()
-        if self.spec.resident_from == "commit" and self.allocated:
-            when += ", with resident_from='commit'" + (
-                "" if self.committed else " and nothing committed"
-            )
-        check_equal(resident, self.expects_resident, "OBJ-1", "resident", when)
-
-    @property
-    def expects_resident(self) -> bool:
-        """Resident from allocate() (or, for ``resident_from="commit"``, from the first commit
-        after it) until reset() or evict() (OBJ-1)."""
-        return self.allocated and (self.spec.resident_from == "allocate" or self.committed)
-
-    def _check_bytes(self) -> None:
-        observed = self._bytes("OBJ-2")
-        expected = self.memory.expected(self.held_allocations())
-        clause = "OBJ-2" if self.allocated else "OBJ-1"
-        if nonzero(observed) != nonzero(expected) and self._counts_staged(observed):
-            clause = "OBJ-3"
-        check_bytes(observed, expected, clause, "nbytes_by_device(set())", self._when())
-
-    def _check_seen(self) -> None:
-        seen: set[Any] = set()
-        self._bytes("OBJ-4", seen)
-        again = self._bytes("OBJ-4", seen)
-        what = "nbytes_by_device(seen) again with the same seen"
-        check_bytes(again, {}, "OBJ-4", what, self._when())
-
-    def _check_nbytes(self) -> None:
-        with calling("OBJ-5", f"nbytes {self._when()}"):
-            total = self.obj.nbytes
-        expected = sum(self._bytes("OBJ-5").values())
-        when = f"the sum of nbytes_by_device(set()) is {expected}, {self._when()}"
-        check_equal(total, expected, "OBJ-5", "nbytes", when)
-
-    @precondition(lambda self: self.session is not None)
-    @invariant()
-    def check_session_bytes(self) -> None:
-        expected = self.memory.expected([*self.held_allocations(), *self.attrs])
-        with calling("OBJ-4", f"session.nbytes_by_device() {self._when()}"):
-            observed = self.session.nbytes_by_device()
-        what = "session.nbytes_by_device()"
-        check_bytes(observed, expected, "OBJ-4", what, f"{self._when()}, attrs alias the object")
-
-
-@cache
-def _allocations() -> SearchStrategy[Held]:
-    """New allocations: every device, a few shapes (zero-size included) and dtypes, and
-    contents that tell two payloads of one shape apart (OBJ-9 compares bit for bit)."""
-    devices, shapes, dtypes = available_devices(), _SHAPES, _DTYPES
-    return st.builds(
-        allocate,
-        st.sampled_from(devices),
-        st.sampled_from(shapes),
-        st.sampled_from(dtypes),
-        fill=FILLS,
-    )
-
-
-# Composites are built once here: decorating per machine re-reads their source.
-@st.composite
-def _tensors(draw: Any, memory: MemoryModel, allocations: SearchStrategy[Held]) -> Any:
-    if memory.pool and draw(st.booleans()):
-        return memory.view(draw, memory.pool)
-    return memory.add(draw(allocations))
-
-
-@st.composite
-def _aliases(draw: Any, machine: StateObjectMachine) -> list[Any]:
-    """One to three values for ``attrs``: views of what the object holds, or others."""
-    roots = machine.memory.roots(machine.held_allocations())
-    return [
-        machine.memory.view(draw, roots) if roots and draw(st.booleans()) else draw(machine.tensors)
-        for _ in range(draw(st.integers(1, 3)))
-    ]
-
-
-def _keywords(kwargs: Mapping[str, object], args: Args = ()) -> str:
-    return ", ".join([*map(repr, args), *(f"{key}={value!r}" for key, value in kwargs.items())])

@@ -230,7 +230,7 @@ def test_lock3_deadlock_is_reported_not_hung(monkeypatch: pytest.MonkeyPatch) ->
     assert caught.value.clause == "LOCK-3"
     assert re.fullmatch(
         r"stats\(\) did not return within 0\.3 s \(deadlock\?\) \[LOCK-3: "
-        r"StatsReentrantManager\.stats, called at conformance/suite/test_lock\.py:\d+\]",
+        r"StatsReentrantManager\.stats, called at conformance/_machine/lock\.py:\d+\]",
         str(caught.value),
     )
 

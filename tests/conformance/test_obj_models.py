@@ -10,9 +10,9 @@ import torch
 from hypothesis import find
 
 from sessionstate.conformance import StateObjectSpec, UsageError
+from sessionstate.conformance._machine.obj import OBJ_CLAUSES, spec_params
 from sessionstate.conformance._model.objects import ModelMirror, check_recomputable
 from sessionstate.conformance.checks import ClauseFailure
-from sessionstate.conformance.suite.test_obj import OBJ_CLAUSES, spec_params
 from sessionstate.fixtures import state_object_specs as specs
 from sessionstate.fixtures.state_object_specs import (
     EncodeOnceKVModel,

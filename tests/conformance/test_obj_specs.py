@@ -20,7 +20,6 @@ from sessionstate.conformance import StateObjectSpec, Subject, UsageError
 from sessionstate.conformance.checks import ClauseFailure
 from sessionstate.conformance.clauses import all_clauses
 from sessionstate.conformance.suite import test_obj as obj_suite
-from sessionstate.conformance.suite.test_obj import run_state_object_machine, run_writes_in_a_row
 from sessionstate.fixtures import state_object_specs as specs
 from sessionstate.fixtures.zoo import ZOO, module_names
 from sessionstate.reference import LatentBuffer
@@ -40,9 +39,9 @@ def _failure(name: str) -> ClauseFailure:
     subject = _zoo(name).subject
     with pytest.raises(ClauseFailure) as failure:
         for spec in subject.state_objects:
-            run_state_object_machine(subject, spec)
+            obj_suite.test_state_object(subject, spec)
             if spec.model:
-                run_writes_in_a_row(subject, spec)
+                obj_suite.test_a_run_of_writes_matches_the_model(subject, spec)
     return failure.value
 
 
@@ -103,7 +102,7 @@ class TestStateObjectSpec:
 )
 def test_reference_and_example_specs_pass(spec: StateObjectSpec) -> None:
     """The shipped specs (reference objects and the worked example) pass every OBJ clause."""
-    run_state_object_machine(specs.subject, spec)
+    obj_suite.test_state_object(specs.subject, spec)
 
 
 def test_subject_without_state_objects_skips_with_its_name() -> None:
@@ -197,19 +196,19 @@ class TestEncodeOnceLifecycle:
     def test_declared_lifecycle_passes_every_other_clause(self) -> None:
         """Declared resident_from='commit', OBJ-1..8 and OBJ-10 run to the end and pass."""
         spec = self._spec("commit")
-        run_state_object_machine(Subject(name="encode-once", state_objects=[spec]), spec)
+        obj_suite.test_state_object(Subject(name="encode-once", state_objects=[spec]), spec)
 
     def test_undeclared_it_fails_obj_1_for_its_residency(self) -> None:
         spec = self._spec("allocate")
         with pytest.raises(ClauseFailure) as failure:
-            run_state_object_machine(Subject(name="encode-once", state_objects=[spec]), spec)
+            obj_suite.test_state_object(Subject(name="encode-once", state_objects=[spec]), spec)
         assert failure.value.clause == "OBJ-1"
         assert "resident=False, but should be True" in str(failure.value)
 
     def test_an_object_resident_at_allocate_fails_the_commit_lifecycle(self) -> None:
         spec = replace_factory(self._spec("commit"), specs.EncodeOnceKV)
         with pytest.raises(ClauseFailure) as failure:
-            run_state_object_machine(Subject(name="encode-once", state_objects=[spec]), spec)
+            obj_suite.test_state_object(Subject(name="encode-once", state_objects=[spec]), spec)
         assert failure.value.clause == "OBJ-1"
         assert "resident_from='commit' and nothing committed" in str(failure.value)
 
@@ -224,7 +223,7 @@ class TestEncodeOnceLifecycle:
 
         spec = replace(self._spec("allocate"), held=held)
         with pytest.raises(ClauseFailure) as failure:
-            run_state_object_machine(Subject(name="encode-once", state_objects=[spec]), spec)
+            obj_suite.test_state_object(Subject(name="encode-once", state_objects=[spec]), spec)
         assert failure.value.clause == "OBJ-1"
         assert "resident=False, but should be True" in str(failure.value)
 
@@ -239,10 +238,11 @@ def replace_factory(spec: StateObjectSpec, factory: Any) -> StateObjectSpec:
     return replace(spec, factory=factory)
 
 
-def test_a_per_spec_loop_failure_names_its_spec() -> None:
-    """The OBJ-6/7/9 tests loop over a subject's specs; a failure says which one."""
+def test_a_per_spec_failure_names_its_spec() -> None:
+    """The OBJ-6/7/9 tests run once per spec; a failure says which one."""
     subject = _zoo("obj_allocate_positional").subject
+    (spec,) = subject.state_objects
     with pytest.raises(ClauseFailure) as failure:
-        obj_suite.test_every_misuse_raises_type_error(subject)
+        obj_suite.test_every_misuse_raises_type_error(subject, spec)
     assert failure.value.clause == "OBJ-7"
     assert str(failure.value).startswith("spec 'PositionalMaxlen': ")
