@@ -26,6 +26,7 @@ from sessionstate.conformance._model.bitwise import (
     reachable_memory,
     show,
 )
+from sessionstate.conformance._model.manager import spec_key
 from sessionstate.conformance.adapters import AdapterSpec, Call
 from sessionstate.conformance.checks import calling, check_bytes, check_equal
 
@@ -39,10 +40,6 @@ def _session_roots(session: Any) -> list[tuple[str, object]]:
     # What a SessionState reaches, through its public surface only (contract section 3).
     objects = [(f"session.get({name!r})", session.get(name)) for name in session.names()]
     return [*objects, ("session.attrs", session.attrs)]
-
-
-def _key(session_id: object) -> str:
-    return str(session_id or "default")  # KEY-1, KEY-2
 
 
 @dataclass
@@ -108,7 +105,7 @@ class AdapterMachine(RuleBasedStateMachine):
         (ADAPT-3) and serves the next call. With ``hold``, the last adapter is
         kept alive instead, as a rollout mid-generation keeps its own.
         """
-        key = _key(session_id)
+        key = spec_key(session_id)
         adapter, session = self._build(session_id)
         for i, call in enumerate(calls):
             when = f"after {call.describe('adapter')} on session {session_id!r}"
@@ -137,7 +134,7 @@ class AdapterMachine(RuleBasedStateMachine):
         """A forward (a fresh adapter) for every other session: the held one is evicted."""
         assert self.held is not None
         for session_id in self.spec.session_ids():
-            if _key(session_id) != self.held.key:
+            if spec_key(session_id) != self.held.key:
                 self._build(session_id, "ADAPT-3", f"by a fresh adapter for {session_id!r}")
 
     @rule(session_id=any_session_ids)
@@ -145,7 +142,7 @@ class AdapterMachine(RuleBasedStateMachine):
         """End a session: the next adapter for it starts a new one (ADAPT-6)."""
         with calling("ADAPT-6", f"manager.drop_session({session_id!r})"):
             self.manager.drop_session(session_id)
-        dropped = self.bespoke.pop(_key(session_id), None)
+        dropped = self.bespoke.pop(spec_key(session_id), None)
         if self.held is not None and self.held.bespoke is dropped:
             self.held = None  # its session was reset under it (DROP-2): not modelled
 
@@ -155,7 +152,7 @@ class AdapterMachine(RuleBasedStateMachine):
         for session_id in self.spec.session_ids():
             check_equal(
                 session_id in self.manager,
-                _key(session_id) in self.bespoke,
+                spec_key(session_id) in self.bespoke,
                 "ADAPT-4",
                 f"{session_id!r} in manager",
                 f"with the bespoke LRU holding {list(self.bespoke)}",
@@ -169,7 +166,7 @@ class AdapterMachine(RuleBasedStateMachine):
         miss (ADAPT-6), else under ``clause`` (ADAPT-3: it sees earlier writes).
         """
         __tracebackhide__ = True
-        key = _key(session_id)
+        key = spec_key(session_id)
         hit = key in self.bespoke
         before = self._counters()
         with calling("ADAPT-4", f"adapter_factory(manager=manager, session_id={session_id!r})"):

@@ -1,11 +1,12 @@
-"""Admission control (SPEC ADMIT): a sequential model and the machine that checks a subject.
+"""Admission control (SPEC ADMIT): the machine that checks a subject, and its blame rules.
 
-``AdmissionModel`` is the manager as SPEC.md and the contract (section 6) describe it, one
-call at a time: a hit, an admitted miss (evicting only when ``evict_when_full``), a refused
-miss, a drop, a cap raise. It is written from the spec alone and never imports an
-implementation (zarr's rule for its store model: the oracle must not share the code under
-test). ``AdmissionMachine`` drives a subject's manager and the model side by side and compares
-them after every call, naming the ADMIT clause a difference breaks. The scripted ADMIT
+The model is the suite's one LRU oracle, ``_model.manager.LruTable``, with its admission
+policy: a hit, an admitted miss (evicting only when ``evict_when_full``), a refused miss, a
+drop, a cap raise, as SPEC.md and the contract (section 6) describe them. It is written
+from the spec alone and never imports an implementation (zarr's rule for its store model:
+the oracle must not share the code under test). ``AdmissionMachine`` drives a subject's
+manager and the model side by side and compares them after every call, naming the ADMIT
+clause a difference breaks. The scripted ADMIT
 tests' steps (``make_manager``, ``admit``, ``refuse``, ``check_marks``, ...) and their lock
 (``CapLock``) follow.
 """
@@ -13,22 +14,20 @@ tests' steps (``make_manager``, ``admit``, ``refuse``, ``check_marks``, ...) and
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from sessionstate.conformance._model.manager import NON_POSITIVE, LruTable, spec_key
 from sessionstate.conformance.checks import ClauseFailure, calling, check, check_equal
 
 __all__ = [
     "ADMIT_CLAUSES",
     "AdmissionMachine",
-    "AdmissionModel",
     "CapLock",
     "DefaultManagerMachine",
-    "Outcome",
     "Raises",
     "RefusingManagerMachine",
     "Same",
@@ -42,19 +41,11 @@ __all__ = [
     "refusal",
     "refuse",
     "refusing_manager",
-    "session_key",
     "set_evict_when_full",
 ]
 
 #: Every clause the machine can fail; its tests carry all of them.
 ADMIT_CLAUSES = tuple(f"ADMIT-{n}" for n in range(1, 12))
-
-NON_POSITIVE = "max_sessions must be positive"
-
-
-def session_key(session_id: object) -> str:
-    """The table key of ``session_id``: falsy ids are ``"default"`` (SPEC KEY-1, KEY-2)."""
-    return str(session_id or "default")
 
 
 class Raises:
@@ -98,7 +89,7 @@ def refusal(session_id: object) -> Raises:
     Recognised by its message, so the subject's own ``SessionAdmissionError`` class
     passes: the suite never asks for the reference's class.
     """
-    return Raises("SessionAdmissionError", f"cannot admit session '{session_key(session_id)}'")
+    return Raises("SessionAdmissionError", f"cannot admit session '{spec_key(session_id)}'")
 
 
 def non_positive() -> Raises:
@@ -120,100 +111,15 @@ def outcome_of(call: Callable[[], Any]) -> Any:
         return error
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """What the model says one ``get_or_create_session`` does."""
-
-    kind: str  # "hit", "miss" or "refused"
-    evicted: tuple[str, ...] = ()
-
-
-class AdmissionModel:
-    """The manager of SPEC LRU, DROP and ADMIT as a plain list, least recently used first.
-
-    ``drops``, ``flipped`` and ``initial_max_sessions`` are history the suite uses to
-    name the clause a difference breaks. A refused miss counts nowhere (ADMIT-3).
-    """
-
-    def __init__(self, max_sessions: int, evict_when_full: bool = True) -> None:
-        _check_positive(max_sessions)
-        self.max_sessions = self.initial_max_sessions = max_sessions
-        self.evict_when_full = evict_when_full
-        self.flipped = False
-        self.order: list[str] = []
-        self.hits = self.misses = self.evictions = self.drops = 0
-
-    def __len__(self) -> int:
-        return len(self.order)
-
-    def __contains__(self, session_id: object) -> bool:
-        return session_key(session_id) in self.order
-
-    @property
-    def full(self) -> bool:
-        return len(self.order) >= self.max_sessions
-
-    def get_or_create(self, session_id: object) -> Outcome:
-        """A hit moves the key to the end; a miss appends it, or is refused when full."""
-        key = session_key(session_id)
-        if key in self.order:
-            self.order.remove(key)
-            self.order.append(key)
-            self.hits += 1
-            return Outcome("hit")
-        if self.full and not self.evict_when_full:
-            return Outcome("refused")  # ADMIT-2, ADMIT-3: nothing changes
-        self.misses += 1
-        self.order.append(key)
-        evicted = []
-        while len(self.order) > self.max_sessions:  # LRU-4: the newcomer is last, never first
-            evicted.append(self.order.pop(0))
-        self.evictions += len(evicted)
-        return Outcome("miss", tuple(evicted))
-
-    def drop(self, session_id: object) -> bool:
-        """Remove a resident key (DROP-2); an absent one changes nothing (DROP-1)."""
-        key = session_key(session_id)
-        if key not in self.order:
-            return False
-        self.order.remove(key)
-        self.drops += 1
-        return True
-
-    def raise_max_sessions(self, max_sessions: int) -> bool:
-        """Raise the cap only upwards (ADMIT-6); reject ``n <= 0`` (ADMIT-7)."""
-        _check_positive(max_sessions)
-        if max_sessions <= self.max_sessions:
-            return False
-        self.max_sessions = max_sessions
-        return True
-
-    def set_evict_when_full(self, flag: bool) -> None:
-        """Switch the policy for later misses (ADMIT-11); the table stays as it is."""
-        self.evict_when_full = flag
-        self.flipped = True
-
-    def describe(self) -> str:
-        return (
-            f"table {self.order} (least recent first), max_sessions={self.max_sessions}, "
-            f"evict_when_full={self.evict_when_full}"
-        )
-
-
-def _check_positive(max_sessions: int) -> None:
-    if max_sessions <= 0:
-        raise ValueError(f"{NON_POSITIVE}, got {max_sessions}")
-
-
 # Which clause a wrong observation breaks, from the model's state before the call: the
 # most specific clause whose promise the call relied on.
 
 
-def _hit_clause(model: AdmissionModel) -> str:
+def _hit_clause(model: LruTable) -> str:
     return "ADMIT-10" if model.evict_when_full else "ADMIT-4"
 
 
-def _admit_clause(model: AdmissionModel) -> str:
+def _admit_clause(model: LruTable) -> str:
     """Why this miss must be admitted rather than refused."""
     if model.evict_when_full:
         return "ADMIT-11" if model.flipped else "ADMIT-10"
@@ -222,13 +128,13 @@ def _admit_clause(model: AdmissionModel) -> str:
     return "ADMIT-5" if model.drops else "ADMIT-1"
 
 
-def _table_clause(model: AdmissionModel) -> str:
+def _table_clause(model: LruTable) -> str:
     """Why the table after an admitted miss must be what the model says: a refusing
     manager evicts nothing; an evicting one evicts as the LRU clauses say."""
     return "ADMIT-10" if model.evict_when_full else _admit_clause(model)
 
 
-def _refusal_clause(model: AdmissionModel, observed: object) -> str:
+def _refusal_clause(model: LruTable, observed: object) -> str:
     # A manager that evicted after evict_when_full was set to False ignored the setting.
     returned = not isinstance(observed, BaseException)
     return "ADMIT-11" if returned and model.flipped else "ADMIT-1"
@@ -244,7 +150,7 @@ _PROBES: tuple[object, ...] = ("a", "b", "c", "d", 7, None)
 
 
 class AdmissionMachine(RuleBasedStateMachine):
-    """A subject's manager against ``AdmissionModel``, compared after every call.
+    """A subject's manager against ``LruTable``, compared after every call.
 
     ``evict_when_full`` is what the constructor is given: ``False`` for a refusing
     manager, ``None`` to leave the argument out (the default, ADMIT-10). Every admitted
@@ -262,7 +168,7 @@ class AdmissionMachine(RuleBasedStateMachine):
         self.subject = subject
         self.kwargs: dict[str, Any] = {}
         self.manager: Any = None
-        self.model = AdmissionModel(1)
+        self.model = LruTable(1)
         self.sessions: dict[str, Any] = {}  # key -> the object the subject returned
         self.successful_drops = 0  # as the subject reported them (STATS-5)
         self.history: list[Callable[[Any], Any]] = []  # every call made, for the twin
@@ -283,7 +189,7 @@ class AdmissionMachine(RuleBasedStateMachine):
         with calling(clause, "manager.evict_when_full"):
             observed = self.manager.evict_when_full
         check_equal(observed, flag, clause, "evict_when_full", f"given {self.kwargs}")
-        self.model = AdmissionModel(max_sessions, flag)
+        self.model = LruTable(max_sessions, evict_when_full=flag)
 
     def _call(self, call: Callable[[Any], Any]) -> Any:
         self.history.append(call)
@@ -293,9 +199,9 @@ class AdmissionMachine(RuleBasedStateMachine):
     def get_or_create_session(self, session_id: object) -> None:
         call = f"get_or_create_session({session_id!r})"
         when = f"{call} with {self.model.describe()}"
-        model, before = self.model, list(self.model.order)
+        model, before = self.model, self.model.keys()
         clauses = (_hit_clause(model), _admit_clause(model), _table_clause(model))
-        expected = model.get_or_create(session_id)
+        expected = model.get_or_create_session(session_id)
         observed = self._call(lambda manager: manager.get_or_create_session(session_id))
         if expected.kind == "refused":
             clause = _refusal_clause(model, observed)
@@ -303,7 +209,7 @@ class AdmissionMachine(RuleBasedStateMachine):
             self._check_state("ADMIT-2", "ADMIT-3", when)
             self._check_order("ADMIT-2", when, before)
         elif expected.kind == "hit":
-            held = self.sessions[session_key(session_id)]
+            held = self.sessions[spec_key(session_id)]
             check_equal(observed, Same(held), clauses[0], call, when)
             self._check_state(clauses[0], clauses[0], when)
             if not model.evict_when_full:
@@ -324,8 +230,8 @@ class AdmissionMachine(RuleBasedStateMachine):
         check_equal(contents, ([], {}), clause, f"({call}.names(), .attrs)", when)
         holders = [key for key, held in self.sessions.items() if held is observed]
         check_equal(holders, [], clause, f"resident ids already holding {call}", when)
-        observed.attrs["mark"] = session_key(session_id)
-        self.sessions[session_key(session_id)] = observed
+        observed.attrs["mark"] = spec_key(session_id)
+        self.sessions[spec_key(session_id)] = observed
 
     @precondition(lambda self: len(self.model) > 0)
     @rule(session_id=session_ids)
@@ -333,7 +239,7 @@ class AdmissionMachine(RuleBasedStateMachine):
         call = f"drop_session({session_id!r})"
         when = f"{call} with {self.model.describe()}"
         clause = "ADMIT-10" if self.model.evict_when_full else "ADMIT-5"
-        expected = self.model.drop(session_id)
+        expected = self.model.drop_session(session_id)
         with calling(clause, call):
             observed = self._call(lambda manager: manager.drop_session(session_id))
             if isinstance(observed, BaseException):
@@ -341,7 +247,7 @@ class AdmissionMachine(RuleBasedStateMachine):
         check_equal(observed, expected, clause, call, when)
         if expected:
             self.successful_drops += 1
-            self.sessions.pop(session_key(session_id))
+            self.sessions.pop(spec_key(session_id))
         self._check_state(clause, clause, when)
 
     @precondition(lambda self: self.model.full)  # when an operator would
@@ -380,7 +286,7 @@ class AdmissionMachine(RuleBasedStateMachine):
         for probe in _PROBES:
             with calling(table_clause, f"{probe!r} in manager"):
                 present = probe in manager
-            check_equal(present, probe in model, table_clause, f"{probe!r} in manager", when)
+            check_equal(present, model.contains(probe), table_clause, f"{probe!r} in manager", when)
         for key, held in self.sessions.items():
             mark = held.attrs.get("mark")
             check_equal(mark, key, table_clause, f"attrs['mark'] of session {key!r}", when)
@@ -396,12 +302,12 @@ class AdmissionMachine(RuleBasedStateMachine):
         """
         if len(self.model) < 2:
             return
-        evicted = self._twin_evictions(self.history, self.model.order, clause)
-        wrong = evicted != self.model.order
+        evicted = self._twin_evictions(self.history, self.model.keys(), clause)
+        wrong = evicted != self.model.keys()
         if wrong and self._twin_evictions(self.history[:-1], before, clause) != before:
             clause = "ADMIT-10"
         what = "eviction order of a twin switched to evict_when_full=True"
-        check_equal(evicted, self.model.order, clause, what, when)
+        check_equal(evicted, self.model.keys(), clause, what, when)
 
     def _twin_evictions(
         self, calls: list[Callable[[Any], Any]], order: list[str], clause: str
@@ -475,7 +381,7 @@ def admit(manager: Any, *session_ids: object, clause: str = "ADMIT-1") -> dict[s
     """Admit each id as a new, marked session; ``clause`` is why there must be room."""
     admitted: dict[str, Any] = {}
     for session_id in session_ids:
-        key = session_key(session_id)
+        key = spec_key(session_id)
         with calling(clause, f"get_or_create_session({session_id!r})"):
             session = manager.get_or_create_session(session_id)
             session.attrs["mark"] = key

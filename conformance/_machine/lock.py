@@ -441,8 +441,9 @@ def check_counters_at_rest(manager: Any, tallies: Sequence[Tally], when: str) ->
     check_equal(misses, size + evictions + drops, "LOCK-4", "misses", f"{when}, {conserved}")
 
 
-#: Histories per profile example, and the share that must be decided (see SPEC LOCK-5).
-LOCK5_HISTORIES_PER_EXAMPLE = 4
+#: Histories per example, and the share of them that must be decided (SPEC LOCK-5): 20, so
+#: that one or two undecided histories in a batch do not fail the clause.
+LOCK5_HISTORIES_PER_EXAMPLE = 20
 LOCK5_MIN_DECIDED = 0.9
 
 

@@ -221,7 +221,9 @@ class LruTable:
 
     def describe(self) -> str:
         """The table in one line, for failure messages."""
-        policy = "" if self.evict_when_full else ", evict_when_full=False"
+        # The policy is shown where admission is in play: refusing, or switched live.
+        shown = self.flipped or not self.evict_when_full
+        policy = f", evict_when_full={self.evict_when_full}" if shown else ""
         return (
             f"LRU order (least recent first) {self.keys()}, max_sessions={self.max_sessions}"
             f"{policy}, {self.counters()}, drops={self.drops}"

@@ -1,4 +1,5 @@
-"""The suite's admission model and machine (``sessionstate.conformance._machine.admit``), by hand.
+"""The admission side of the suite's LRU model (``_model.manager.LruTable``) and the ADMIT
+machine (``sessionstate.conformance._machine.admit``), by hand.
 
 The model is checked against worked examples from SPEC ADMIT; the machines are checked to
 pass the reference and the zoo's baseline and to catch every ``admit_*`` zoo subject for
@@ -16,27 +17,25 @@ from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from sessionstate.conformance._machine.admit import (
-    AdmissionModel,
     DefaultManagerMachine,
-    Outcome,
     RefusingManagerMachine,
     Same,
     non_positive,
     outcome_of,
     refusal,
-    session_key,
 )
+from sessionstate.conformance._model.manager import LruTable, Outcome, spec_key
 from sessionstate.conformance.checks import ClauseFailure
 from sessionstate.fixtures.zoo import module_names
 
 MACHINES = [RefusingManagerMachine, DefaultManagerMachine]
 
 
-def _counters(model: AdmissionModel) -> tuple[int, int, int, int]:
+def _counters(model: LruTable) -> tuple[int, int, int, int]:
     return model.hits, model.misses, model.evictions, model.drops
 
 
-def _conserved(model: AdmissionModel) -> bool:
+def _conserved(model: LruTable) -> bool:
     return model.misses == len(model) + model.evictions + model.drops
 
 
@@ -49,60 +48,60 @@ class TestSessionKey:
         self, session_id: object, key: str
     ) -> None:
         """KEY-1, KEY-2."""
-        assert session_key(session_id) == key
+        assert spec_key(session_id) == key
 
 
-class TestAdmissionModel:
+class TestLruTable:
     def test_refusing_model_refuses_at_the_cap_and_changes_nothing(self) -> None:
         """ADMIT-1..3: below the cap a miss is admitted; at it, refused with no trace."""
-        model = AdmissionModel(2, evict_when_full=False)
-        assert [model.get_or_create(i) for i in ("a", None)] == [Outcome("miss")] * 2
-        assert model.get_or_create("a") == Outcome("hit")
-        assert model.get_or_create("c") == Outcome("refused")
-        assert model.get_or_create("") == Outcome("hit")  # "" is the resident "default"
-        assert (model.order, _counters(model)) == (["a", "default"], (2, 2, 0, 0))
+        model = LruTable(2, evict_when_full=False)
+        assert [model.get_or_create_session(i) for i in ("a", None)] == [Outcome("miss")] * 2
+        assert model.get_or_create_session("a") == Outcome("hit")
+        assert model.get_or_create_session("c") == Outcome("refused")
+        assert model.get_or_create_session("") == Outcome("hit")  # "" is the resident "default"
+        assert (model.keys(), _counters(model)) == (["a", "default"], (2, 2, 0, 0))
 
     def test_evicting_model_evicts_least_recently_used(self) -> None:
         """ADMIT-10 (LRU-3, LRU-4): a hit refreshes; the newcomer is never the victim."""
-        model = AdmissionModel(2)
+        model = LruTable(2)
         for session_id in ("a", "b", "a"):
-            model.get_or_create(session_id)
-        assert model.get_or_create("c") == Outcome("miss", ("b",))
-        assert (model.order, _counters(model)) == (["a", "c"], (1, 3, 1, 0))
+            model.get_or_create_session(session_id)
+        assert model.get_or_create_session("c") == Outcome("miss", ("b",))
+        assert (model.keys(), _counters(model)) == (["a", "c"], (1, 3, 1, 0))
 
     def test_drop_makes_room_and_an_absent_drop_does_not(self) -> None:
         """ADMIT-5."""
-        model = AdmissionModel(1, evict_when_full=False)
-        model.get_or_create("a")
-        assert model.drop("x") is False
-        assert model.get_or_create("b") == Outcome("refused")
-        assert model.drop("a") is True
-        assert model.get_or_create("b") == Outcome("miss")
-        assert (model.order, _counters(model), _conserved(model)) == (["b"], (0, 2, 0, 1), True)
+        model = LruTable(1, evict_when_full=False)
+        model.get_or_create_session("a")
+        assert model.drop_session("x") is False
+        assert model.get_or_create_session("b") == Outcome("refused")
+        assert model.drop_session("a") is True
+        assert model.get_or_create_session("b") == Outcome("miss")
+        assert (model.keys(), _counters(model), _conserved(model)) == (["b"], (0, 2, 0, 1), True)
 
     @pytest.mark.parametrize(("new", "raised", "cap"), [(4, True, 4), (3, False, 3), (1, False, 3)])
     def test_raise_max_sessions_only_raises(self, new: int, raised: bool, cap: int) -> None:
         """ADMIT-6."""
-        model = AdmissionModel(3)
+        model = LruTable(3)
         assert (model.raise_max_sessions(new), model.max_sessions) == (raised, cap)
 
     @pytest.mark.parametrize("new", [0, -1])
     def test_non_positive_caps_are_rejected(self, new: int) -> None:
         """ADMIT-7 and LRU-8, with the message the spec names."""
         with pytest.raises(ValueError, match="max_sessions must be positive"):
-            AdmissionModel(3).raise_max_sessions(new)
+            LruTable(3).raise_max_sessions(new)
         with pytest.raises(ValueError, match="max_sessions must be positive"):
-            AdmissionModel(new)
+            LruTable(new)
 
     def test_raised_cap_admits_and_flag_switches_policy(self) -> None:
         """ADMIT-8, ADMIT-11: a raise admits more; a flip applies to the next miss."""
-        model = AdmissionModel(1, evict_when_full=False)
-        model.get_or_create("a")
+        model = LruTable(1, evict_when_full=False)
+        model.get_or_create_session("a")
         model.raise_max_sessions(2)
-        assert [model.get_or_create(i).kind for i in ("b", "c")] == ["miss", "refused"]
+        assert [model.get_or_create_session(i).kind for i in ("b", "c")] == ["miss", "refused"]
         model.set_evict_when_full(True)
-        assert model.get_or_create("c") == Outcome("miss", ("a",))
-        assert (model.flipped, model.initial_max_sessions, model.order) == (True, 1, ["b", "c"])
+        assert model.get_or_create_session("c") == Outcome("miss", ("a",))
+        assert (model.flipped, model.initial_max_sessions, model.keys()) == (True, 1, ["b", "c"])
         assert "evict_when_full=True" in model.describe()
 
 
