@@ -13,7 +13,7 @@ tests' steps (``make_manager``, ``admit``, ``refuse``, ``check_marks``, ...) and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from functools import partial
 from typing import Any
 
@@ -169,7 +169,7 @@ class AdmissionMachine(RuleBasedStateMachine):
         self.kwargs: dict[str, Any] = {}
         self.manager: Any = None
         self.model = LruTable(1)
-        self.sessions: dict[str, Any] = {}  # key -> the object the subject returned
+        self.sessions: dict[Hashable, Any] = {}  # key -> the object the subject returned
         self.successful_drops = 0  # as the subject reported them (STATS-5)
         self.history: list[Callable[[Any], Any]] = []  # every call made, for the twin
 
@@ -294,7 +294,7 @@ class AdmissionMachine(RuleBasedStateMachine):
         expected = (model.hits, model.misses, model.evictions)
         check_equal(counters, expected, counter_clause, "(hits, misses, evictions)", when)
 
-    def _check_order(self, clause: str, when: str, before: list[str]) -> None:
+    def _check_order(self, clause: str, when: str, before: list[Hashable]) -> None:
         """The twin, given the same calls, evicts in the model's LRU order (see class doc).
 
         If a twin of every call but the last (order ``before``) is already wrong, the
@@ -310,8 +310,8 @@ class AdmissionMachine(RuleBasedStateMachine):
         check_equal(evicted, self.model.keys(), clause, what, when)
 
     def _twin_evictions(
-        self, calls: list[Callable[[Any], Any]], order: list[str], clause: str
-    ) -> list[str]:
+        self, calls: list[Callable[[Any], Any]], order: list[Hashable], clause: str
+    ) -> list[Hashable]:
         """The keys of ``order`` a fresh manager given ``calls`` evicts, in turn, once
         switched to evicting and fed newcomers (enough to fill it, then one per key)."""
         twin = self._construct(clause)

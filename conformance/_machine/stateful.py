@@ -30,7 +30,7 @@ _FACTORY: ContextVar[Callable[[], RuleBasedStateMachine]] = ContextVar("sessions
 # Built once, here: ``get_state_machine_test`` applies ``@given``, and applying it inside a
 # running test is a nested ``@given`` (a health check HypoFuzz insists stays on). Its
 # factory builds whatever machine the running test asked for.
-_PROGRAM = get_state_machine_test(lambda: _FACTORY.get()())  # type: ignore[arg-type,return-value]
+_PROGRAM = get_state_machine_test(lambda: _FACTORY.get()())  # type: ignore[arg-type]
 
 
 def run_steps(factory: Callable[[], RuleBasedStateMachine], data: st.DataObject) -> None:

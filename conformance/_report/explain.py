@@ -59,7 +59,7 @@ class Mention:
 
 def _ids(text: str) -> set[str]:
     """The clause ids ``text`` names, ranges expanded."""
-    found = set()
+    found: set[str] = set()
     for prefix, first, last in _CLAUSE.findall(text):
         stop = int(last) if last else int(first)
         found.update(f"{prefix}-{n}" for n in range(int(first), stop + 1))

@@ -9,6 +9,7 @@ replacement of it shows.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
@@ -94,7 +95,7 @@ def test_hits_are_served_when_full(subject: Any) -> None:
             refuse(manager, "c", "ADMIT-1", when)
             continue
         call = f"get_or_create_session({session_id!r})"
-        observed = outcome_of(lambda sid=session_id: manager.get_or_create_session(sid))
+        observed = outcome_of(partial(manager.get_or_create_session, session_id))
         check_equal(observed, Same(sessions[session_id]), "ADMIT-4", call, when)
     check_equal(manager.hits, 3, "ADMIT-4", "hits", f"after 3 hits, {when}")
     check_eviction_order(manager, ["b", "a"], "ADMIT-4", "after hits on 'a', 'b', 'a'")
@@ -181,12 +182,12 @@ def test_conservation_with_refusals(subject: Any) -> None:
     for name, arg in steps:
         call = f"{name}({arg!r})"
         if name == "get":
-            outcome_of(lambda a=arg: manager.get_or_create_session(a))
+            outcome_of(partial(manager.get_or_create_session, arg))
         elif name == "drop":
             with calling("ADMIT-9", call):
                 drops += bool(manager.drop_session(arg))
         else:
-            outcome_of(lambda a=arg: manager.raise_max_sessions(a))
+            outcome_of(partial(manager.raise_max_sessions, arg))
         total = len(manager) + manager.evictions + drops
         check_equal(
             manager.misses, total, "ADMIT-9", "misses", f"len + evictions + drops, after {call}"

@@ -8,6 +8,7 @@ was done to them, never compute an expected value; ``SessionMapMachine`` there c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -94,7 +95,7 @@ def test_reset_finishes_when_an_object_reset_raises(
 
 
 # (what is stored under "x" before get_or_create("x", factory, Probe), whether it is returned)
-_STORED = {
+_STORED: dict[str, tuple[Callable[[], object], bool]] = {
     "absent": (lambda: None, False),
     "resident-instance": (lambda: Probe("stored"), True),
     "resident-subclass": (lambda: SubProbe("stored"), True),
