@@ -27,7 +27,6 @@ from hypothesis.stateful import (
     invariant,
     multiple,
     rule,
-    run_state_machine_as_test,
 )
 
 from sessionstate.conformance._machine.composed_bytes import check_composed_bytes
@@ -55,7 +54,6 @@ __all__ = [
     "OrderMachine",
     "check_construction",
     "replay",
-    "run_machine",
 ]
 
 #: Ids with a stable ``str``: three plain ones first (shrunk programs read
@@ -596,11 +594,6 @@ class OrderMachine(ManagerMachine):
 
     SESSION_IDS = ("a", "b", "c", "d")
     CAPACITIES = (3, 2)
-
-
-def run_machine(machine: type[ManagerMachine], subject: Any) -> None:
-    """Run ``machine`` against ``subject`` under the loaded Hypothesis profile."""
-    run_state_machine_as_test(lambda: machine(subject))  # type: ignore[no-untyped-call]
 
 
 REPLAYABLE = ("get_or_create_session", "drop_session", "contains")

@@ -14,13 +14,19 @@ from collections import OrderedDict, UserList, deque
 from types import SimpleNamespace
 from typing import Any
 
-import numpy as np
 import pytest
 import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from sessionstate.conformance._machine.acct import Case, accounting_of, count, run_case
+from sessionstate.conformance._machine.acct import (
+    BLAMABLE,
+    Case,
+    accounting_of,
+    count,
+    expect_bytes,
+    run_case,
+)
 from sessionstate.conformance._machine.composed_bytes import check_composed_bytes
 from sessionstate.conformance._model.memory import (
     Held,
@@ -50,58 +56,6 @@ from sessionstate.conformance.strategies import (
     session_contents,
     values_from,
 )
-
-# A test that blames a more specific clause must be tagged with it too: a
-# failure counts only against the clauses its test is tagged with.
-_BLAMABLE = ("ACCT-1", "ACCT-2", "ACCT-3", "ACCT-4")
-
-
-def _blame(accounting: Any, helds: list[Held], clause: str) -> str:
-    """The most specific clause a wrong total breaks.
-
-    A value counted wrong on its own breaks ACCT-4 (device keys), ACCT-6 (a
-    NumPy array) or ACCT-1 (whole storage); views of one allocation counted
-    wrong together break ACCT-2; distinct allocations counted wrong together
-    break ACCT-3 (e.g. two meta storages keyed by data pointer 0); only then
-    is the clause under test to blame.
-    """
-    try:
-        for held in helds:
-            alone = nonzero(accounting(held.value, set()))
-            if alone != expected_bytes([held]):
-                if isinstance(held.value, np.ndarray):
-                    return "ACCT-6"
-                return "ACCT-4" if set(alone) != set(expected_bytes([held])) else "ACCT-1"
-        by_allocation: dict[int, list[Held]] = {}
-        for held in helds:
-            by_allocation.setdefault(id(held.allocation), []).append(held)
-        for views in by_allocation.values():
-            observed = nonzero(accounting([h.value for h in views], set()))
-            if observed != expected_bytes(views) and not isinstance(views[0].value, np.ndarray):
-                return "ACCT-2"
-        roots = [views[0] for views in by_allocation.values()]
-        together = [h.allocation.root for h in roots]
-        if nonzero(accounting(together, set())) != expected_bytes(roots):
-            return "ACCT-3"
-    except Exception:
-        return clause
-    return clause
-
-
-def _expect(
-    accounting: Any,
-    observed: dict[str, int],
-    expected: dict[str, int],
-    helds: list[Held],
-    clause: str,
-    call: str,
-    involved: list[Held] | None = None,
-) -> None:
-    """Check ``observed``; on a mismatch, blame by the values ``involved`` (default ``helds``)."""
-    __tracebackhide__ = True
-    if nonzero(observed) != nonzero(expected):
-        clause = _blame(accounting, involved or helds, clause)
-    check_bytes(observed, expected, clause, call, definitions(involved or helds))
 
 
 def _views_of(pools: st.SearchStrategy[list[Held]], key: str) -> st.SearchStrategy[list[Held]]:
@@ -139,35 +93,27 @@ _views_of_one = _views_of(_single(allocations()), "ACCT-2")
 
 
 @per_clause("ACCT-2", "ACCT-1", "ACCT-4")
-def test_views_of_one_allocation_count_once(subject: Any, focus: str) -> None:
+@given(views=_views_of_one)
+def test_views_of_one_allocation_count_once(subject: Any, focus: str, views: list[Held]) -> None:
     """Views, slices, expand, as_strided, transposes and view(dtype) of one allocation count once."""
     accounting = accounting_of(subject)
-
-    @given(_views_of_one)
-    def run(views: list[Held]) -> None:
+    with focused_on(focus):
         call = f"device_bytes({views!r}, set())"
         observed = count(accounting, [h.value for h in views], set(), "ACCT-2", call)
-        _expect(accounting, observed, expected_bytes(views), views, "ACCT-2", call)
-
-    with focused_on(focus):
-        run()
+        expect_bytes(accounting, observed, expected_bytes(views), views, "ACCT-2", call)
 
 
 @per_clause("ACCT-3", "ACCT-1", "ACCT-4")
-def test_distinct_storages_count_separately(subject: Any, focus: str) -> None:
+@given(pool=st.lists(allocations(), min_size=2, max_size=6))
+@example(pool=[allocate("meta", (0,)), allocate("meta", (4,)), allocate("meta", (2, 3))])
+@example(pool=[allocate("cpu", (0,)), allocate("cpu", (0, 3)), allocate("cpu", (2,))])
+def test_distinct_storages_count_separately(subject: Any, focus: str, pool: list[Held]) -> None:
     """Distinct storages count separately, meta and zero-size ones (data pointer 0) included."""
     accounting = accounting_of(subject)
-
-    @given(st.lists(allocations(), min_size=2, max_size=6))
-    @example([allocate("meta", (0,)), allocate("meta", (4,)), allocate("meta", (2, 3))])
-    @example([allocate("cpu", (0,)), allocate("cpu", (0, 3)), allocate("cpu", (2,))])
-    def run(pool: list[Held]) -> None:
+    with focused_on(focus):
         call = f"device_bytes({pool!r}, set())"
         observed = count(accounting, [h.value for h in pool], set(), "ACCT-3", call)
-        _expect(accounting, observed, expected_bytes(pool), pool, "ACCT-3", call)
-
-    with focused_on(focus):
-        run()
+        expect_bytes(accounting, observed, expected_bytes(pool), pool, "ACCT-3", call)
 
 
 _by_device = {d: allocations(on=st.just(d), zero_size=False) for d in available_devices()}
@@ -181,18 +127,14 @@ def _one_per_device(draw: st.DrawFn) -> list[Held]:
 
 
 @per_clause("ACCT-4", "ACCT-1", "ACCT-3")
-def test_bytes_are_keyed_by_device(subject: Any, focus: str) -> None:
+@given(helds=_one_per_device())
+def test_bytes_are_keyed_by_device(subject: Any, focus: str, helds: list[Held]) -> None:
     """Each device's bytes appear under str(tensor.device), never summed with another's."""
     accounting = accounting_of(subject)
-
-    @given(_one_per_device())
-    def run(helds: list[Held]) -> None:
+    with focused_on(focus):
         call = f"device_bytes({helds!r}, set())"
         observed = count(accounting, [h.value for h in helds], set(), "ACCT-4", call)
-        _expect(accounting, observed, expected_bytes(helds), helds, "ACCT-4", call)
-
-    with focused_on(focus):
-        run()
+        expect_bytes(accounting, observed, expected_bytes(helds), helds, "ACCT-4", call)
 
 
 @pytest.mark.clause("ACCT-4")
@@ -237,22 +179,23 @@ _two_calls = st.tuples(
 )
 
 
-@per_clause("ACCT-5", *_BLAMABLE)
-def test_shared_seen_counts_each_storage_once_across_calls(subject: Any, focus: str) -> None:
+@per_clause("ACCT-5", *BLAMABLE)
+@given(calls=_two_calls)
+def test_shared_seen_counts_each_storage_once_across_calls(
+    subject: Any, focus: str, calls: tuple[list[Held], list[Held]]
+) -> None:
     """A second call with the same seen skips what the first counted and returns a new dict."""
     accounting = accounting_of(subject)
-
-    @given(_two_calls)
-    def run(calls: tuple[list[Held], list[Held]]) -> None:
+    with focused_on(focus):
         first, second = calls
         seen: set[Any] = set()
         counted: set[str] = set()
         call1, call2 = f"device_bytes({first!r}, seen)", f"device_bytes({second!r}, seen)"
         result1 = count(accounting, [h.value for h in first], seen, "ACCT-5", call1)
         snapshot = dict(result1)
-        _expect(accounting, result1, expected_bytes(first, counted), first, "ACCT-5", call1)
+        expect_bytes(accounting, result1, expected_bytes(first, counted), first, "ACCT-5", call1)
         result2 = count(accounting, [h.value for h in second], seen, "ACCT-5", call2)
-        _expect(
+        expect_bytes(
             accounting,
             result2,
             expected_bytes(second, counted),
@@ -267,32 +210,10 @@ def test_shared_seen_counts_each_storage_once_across_calls(subject: Any, focus: 
         result3 = count(accounting, [h.value for h in first + second], seen, "ACCT-5", again)
         check_bytes(result3, {}, "ACCT-5", again, f"after {call1}; {call2}")
 
-    with focused_on(focus):
-        run()
-
 
 # Roots only, on cpu: a failure here is about walking, not aliasing or devices.
 _cpu_roots = st.shared(st.lists(_by_device["cpu"], min_size=1, max_size=3), key="ACCT-8")
 _nested_roots = nested_containers(st.one_of(values_from(_cpu_roots, max_steps=0), scalars()))
-
-
-@pytest.mark.clause("ACCT-8")
-def test_containers_are_walked_and_other_objects_count_nothing(subject: Any) -> None:
-    """Mapping values and sequence items are walked to any depth; keys, sets, str and
-    other objects are not."""
-    accounting = accounting_of(subject)
-
-    @given(_nested_roots)
-    def run(value: Nested) -> None:
-        call = f"device_bytes({value!r}, set())"
-        observed = count(accounting, value.value, set(), "ACCT-8", call)
-        check_bytes(
-            observed, expected_bytes(value.counted), "ACCT-8", call, definitions(value.contained)
-        )
-
-    for case in _walk_examples():
-        run = example(case)(run)
-    run()
 
 
 def _walk_examples() -> list[Nested]:
@@ -315,6 +236,27 @@ def _walk_examples() -> list[Nested]:
             [held],
         ),
     ]
+
+
+def _with_walk_examples(test: Any) -> Any:
+    """``test`` with an ``@example`` for each of ``_walk_examples()``."""
+    for case in _walk_examples():
+        test = example(value=case)(test)
+    return test
+
+
+@pytest.mark.clause("ACCT-8")
+@_with_walk_examples
+@given(value=_nested_roots)
+def test_containers_are_walked_and_other_objects_count_nothing(subject: Any, value: Nested) -> None:
+    """Mapping values and sequence items are walked to any depth; keys, sets, str and
+    other objects are not."""
+    accounting = accounting_of(subject)
+    call = f"device_bytes({value!r}, set())"
+    observed = count(accounting, value.value, set(), "ACCT-8", call)
+    check_bytes(
+        observed, expected_bytes(value.counted), "ACCT-8", call, definitions(value.contained)
+    )
 
 
 @pytest.mark.clause("ACCT-8")
@@ -402,33 +344,30 @@ def _fill(subject: Any, session: Any, contents: SessionContents, clause: str) ->
 
 
 @pytest.mark.clause("ACCT-10")
-def test_session_counts_objects_and_attrs_with_one_seen(subject: Any) -> None:
+@given(contents=_contents)
+def test_session_counts_objects_and_attrs_with_one_seen(
+    subject: Any, contents: SessionContents
+) -> None:
     """A session counts its objects and attrs once each (aliases included); nbytes is the sum."""
-
-    @given(_contents)
-    def run(contents: SessionContents) -> None:
-        with calling("ACCT-10", "make_manager(max_sessions=4).get_or_create_session('acct')"):
-            session = subject.make_manager(max_sessions=4).get_or_create_session("acct")
-        _fill(subject, session, contents, "ACCT-10")
-        when = definitions(contents.contained())
-        with calling("ACCT-10", "session.nbytes_by_device()"):
-            observed = session.nbytes_by_device()
-        what = "session.nbytes_by_device()"
-        check_composed_bytes(subject, observed, contents.counted(), "ACCT-10", what, when)
-        with calling("ACCT-10", "session.nbytes"):
-            nbytes = session.nbytes
-        check_equal(nbytes, sum(observed.values()), "ACCT-10", "session.nbytes", when)
-        seen: set[Any] = (
-            set()
-        )  # the caller's seen: filled by the first call, so the second adds nothing
-        for expect, call in (
-            (observed, "session.nbytes_by_device(seen)"),
-            ({}, "session.nbytes_by_device(seen) again"),
-        ):
-            with calling("ACCT-10", call):
-                check_bytes(session.nbytes_by_device(seen), expect, "ACCT-10", call, when)
-
-    run()
+    with calling("ACCT-10", "make_manager(max_sessions=4).get_or_create_session('acct')"):
+        session = subject.make_manager(max_sessions=4).get_or_create_session("acct")
+    _fill(subject, session, contents, "ACCT-10")
+    when = definitions(contents.contained())
+    with calling("ACCT-10", "session.nbytes_by_device()"):
+        observed = session.nbytes_by_device()
+    what = "session.nbytes_by_device()"
+    check_composed_bytes(subject, observed, contents.counted(), "ACCT-10", what, when)
+    with calling("ACCT-10", "session.nbytes"):
+        nbytes = session.nbytes
+    check_equal(nbytes, sum(observed.values()), "ACCT-10", "session.nbytes", when)
+    # The caller's seen: filled by the first call, so the second adds nothing.
+    seen: set[Any] = set()
+    for expect, call in (
+        (observed, "session.nbytes_by_device(seen)"),
+        ({}, "session.nbytes_by_device(seen) again"),
+    ):
+        with calling("ACCT-10", call):
+            check_bytes(session.nbytes_by_device(seen), expect, "ACCT-10", call, when)
 
 
 @pytest.mark.clause("ACCT-10")
@@ -453,27 +392,25 @@ def test_attrs_count_with_the_objects_seen(subject: Any, device: str) -> None:
 
 
 @pytest.mark.clause("ACCT-11")
-def test_manager_counts_sessions_in_the_table_once(subject: Any) -> None:
+@given(sessions=st.lists(_contents, min_size=1, max_size=6), data=st.data())
+def test_manager_counts_sessions_in_the_table_once(
+    subject: Any, sessions: list[SessionContents], data: st.DataObject
+) -> None:
     """Storages shared by sessions count once; evicted and dropped sessions do not count."""
-
-    @given(st.lists(_contents, min_size=1, max_size=6), st.data())
-    def run(sessions: list[SessionContents], data: st.DataObject) -> None:
-        drops = data.draw(st.sets(st.integers(0, len(sessions) - 1)), label="drops")
-        with calling("ACCT-11", "make_manager(max_sessions=4)"):
-            manager = subject.make_manager(max_sessions=4)
-            for i, contents in enumerate(sessions):
-                _fill(subject, manager.get_or_create_session(f"s{i}"), contents, "ACCT-11")
-            for i in sorted(drops):
-                manager.drop_session(f"s{i}")
-            live = [i for i in range(len(sessions)) if f"s{i}" in manager]
-            observed = manager.nbytes_by_device()
-        held = [h for i in live for h in sessions[i].counted()]
-        defined = definitions(h for c in sessions for h in c.contained())
-        when = f"sessions {[f's{i}' for i in live]} in the table; {defined}"
-        what = "manager.nbytes_by_device()"
-        check_composed_bytes(subject, observed, held, "ACCT-11", what, when)
-
-    run()
+    drops = data.draw(st.sets(st.integers(0, len(sessions) - 1)), label="drops")
+    with calling("ACCT-11", "make_manager(max_sessions=4)"):
+        manager = subject.make_manager(max_sessions=4)
+        for i, contents in enumerate(sessions):
+            _fill(subject, manager.get_or_create_session(f"s{i}"), contents, "ACCT-11")
+        for i in sorted(drops):
+            manager.drop_session(f"s{i}")
+        live = [i for i in range(len(sessions)) if f"s{i}" in manager]
+        observed = manager.nbytes_by_device()
+    held = [h for i in live for h in sessions[i].counted()]
+    defined = definitions(h for c in sessions for h in c.contained())
+    when = f"sessions {[f's{i}' for i in live]} in the table; {defined}"
+    what = "manager.nbytes_by_device()"
+    check_composed_bytes(subject, observed, held, "ACCT-11", what, when)
 
 
 @pytest.mark.clause("ACCT-11")

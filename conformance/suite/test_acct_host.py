@@ -4,14 +4,14 @@ NumPy owners and their views (ACCT-6); memory NumPy and torch share, counted as
 the union of the host byte ranges its values hold alive (ACCT-7); storages torch
 only borrows off the host, told apart by identity like any other (ACCT-3); and
 opaque (mkldnn) tensors, which have no storage (ACCT-12). Expected bytes come
-from the suite's memory model (``allocations.py``), from a set of byte offsets
-per NumPy owner (ACCT-7), or are written out by hand; never from an accounting
-implementation.
+from the suite's memory model (``_model/memory.py``), from a set of byte offsets
+per NumPy owner (ACCT-7, ``_model/host.py``), or are written out by hand; never
+from an accounting implementation. Which clause a wrong ACCT-7 count breaks is
+decided in ``_machine/acct.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from itertools import pairwise
 from typing import Any
 
@@ -21,7 +21,24 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from sessionstate.conformance._machine.acct import Case, accounting_of, count, run_case
+from sessionstate.conformance._machine.acct import (
+    Case,
+    accounting_of,
+    check_host_call,
+    count,
+    run_case,
+)
+from sessionstate.conformance._model.host import (
+    FROM_NUMPY_SUFFIXES,
+    ITEMSIZE,
+    HostProgram,
+    Shared,
+    from_numpy,
+    new_bytes,
+    numpy_view,
+    one_owner,
+    owner_value,
+)
 from sessionstate.conformance._model.memory import (
     Held,
     available_devices,
@@ -39,18 +56,14 @@ _numpy_views = st.lists(values_from(_numpy_pools), min_size=1, max_size=5)
 
 
 @pytest.mark.clause("ACCT-6")
-def test_numpy_views_count_their_owner_once(subject: Any) -> None:
+@given(views=_numpy_views)
+def test_numpy_views_count_their_owner_once(subject: Any, views: list[Held]) -> None:
     """NumPy views count their owner's buffer once, under "cpu"."""
     accounting = accounting_of(subject)
-
-    @given(_numpy_views)
-    def run(views: list[Held]) -> None:
-        call = f"device_bytes({views!r}, set())"
-        observed = count(accounting, [h.value for h in views], set(), "ACCT-6", call)
-        expected = expected_bytes(views)
-        check_bytes(observed, expected, "ACCT-6", call, definitions(views))
-
-    run()
+    call = f"device_bytes({views!r}, set())"
+    observed = count(accounting, [h.value for h in views], set(), "ACCT-6", call)
+    expected = expected_bytes(views)
+    check_bytes(observed, expected, "ACCT-6", call, definitions(views))
 
 
 _T = "t = torch.zeros(6, dtype=torch.float32)"  # 24 bytes
@@ -90,90 +103,25 @@ def test_memory_shared_by_numpy_and_torch_counts_once(subject: Any, case: Case) 
 
 # --- ACCT-7 as a property: the union of host byte ranges -------------------
 
-#: Item sizes written down, not asked of NumPy (the oracle is independent).
-_ITEMSIZE = {"uint8": 1, "float32": 4}
-
-
-class Shared:
-    """A value over NumPy owner ``a<owner>``, and the owner's bytes it holds alive.
-
-    ``numpy``: a NumPy owner or a NumPy view of one (ACCT-6 alone decides it).
-    A plain class, not a dataclass: Hypothesis prints a dataclass field by field.
-    """
-
-    __slots__ = ("expr", "held", "numpy", "owner", "value")
-
-    def __init__(self, value: object, owner: int, held: range, expr: str, numpy: bool) -> None:
-        self.value, self.owner, self.held, self.expr, self.numpy = value, owner, held, expr, numpy
-
-    def __repr__(self) -> str:
-        return self.expr
-
-
-class HostProgram:
-    """NumPy owners and the values of successive calls sharing one ``seen``."""
-
-    __slots__ = ("calls", "owners")
-
-    def __init__(self, owners: list[np.ndarray], calls: list[list[Shared]]) -> None:
-        self.owners, self.calls = owners, calls
-
-    def definitions(self) -> str:
-        return "; ".join(
-            f"a{k} = np.zeros({a.size}, dtype={a.dtype.name!r})" for k, a in enumerate(self.owners)
-        )
-
-    def __repr__(self) -> str:
-        calls = "; ".join(f"device_bytes({values!r}, seen)" for values in self.calls)
-        return f"{self.definitions()}; seen = set(); {calls}"
-
-
-def _owner_value(owners: list[np.ndarray], k: int) -> Shared:
-    a = owners[k]
-    return Shared(a, k, range(a.size * _ITEMSIZE[a.dtype.name]), f"a{k}", True)
-
-
-def _numpy_view(owners: list[np.ndarray], k: int, i: int, j: int, step: int) -> Shared:
-    """A NumPy view holds its owner's whole buffer (ACCT-6), whatever it shows."""
-    a = owners[k]
-    whole = range(a.size * _ITEMSIZE[a.dtype.name])
-    return Shared(a[i:j:step], k, whole, f"a{k}[{i}:{j}:{step}]", True)
-
-
-_NUMPY_OF: dict[str, Any] = {
-    "": lambda t: t,
-    ".numpy()": lambda t: t.numpy(),
-    ".numpy()[::2]": lambda t: t.numpy()[::2],
-}
-
-
-def _from_numpy(owners: list[np.ndarray], k: int, i: int, j: int, numpy: str = "") -> Shared:
-    """``torch.from_numpy(a[i:j])`` holds bytes ``[i, j)`` of ``a`` (its storage); so does
-    its ``.numpy()`` (``numpy`` is that suffix) and any view of that (ACCT-7)."""
-    itemsize = _ITEMSIZE[owners[k].dtype.name]
-    value = _NUMPY_OF[numpy](torch.from_numpy(owners[k][i:j]))
-    expr = f"torch.from_numpy(a{k}[{i}:{j}]){numpy}"
-    return Shared(value, k, range(i * itemsize, j * itemsize), expr, False)
-
 
 @st.composite
 def _shared_values(draw: st.DrawFn, owners: list[np.ndarray]) -> Shared:
     k = draw(st.integers(0, len(owners) - 1))
     i = draw(st.integers(0, owners[k].size - 1))
     j = draw(st.integers(i + 1, owners[k].size))
-    # "owner", a NumPy "view", or torch.from_numpy(...) followed by one of _NUMPY_OF's suffixes.
-    kind = draw(st.sampled_from(["owner", "view", *_NUMPY_OF]))
+    # "owner", a NumPy "view", or torch.from_numpy(...) with one of FROM_NUMPY_SUFFIXES.
+    kind = draw(st.sampled_from(["owner", "view", *FROM_NUMPY_SUFFIXES]))
     if kind == "owner":
-        return _owner_value(owners, k)
+        return owner_value(owners, k)
     if kind == "view":
-        return _numpy_view(owners, k, i, j, draw(st.sampled_from([1, 2])))
-    return _from_numpy(owners, k, i, j, kind)
+        return numpy_view(owners, k, i, j, draw(st.sampled_from([1, 2])))
+    return from_numpy(owners, k, i, j, kind)
 
 
 @st.composite
 def _host_programs(draw: st.DrawFn) -> HostProgram:
     """A few owners of a few dozen bytes; values over them, split into calls."""
-    shapes = st.tuples(st.sampled_from(sorted(_ITEMSIZE)), st.integers(2, 12))
+    shapes = st.tuples(st.sampled_from(sorted(ITEMSIZE)), st.integers(2, 12))
     owners = [
         np.zeros(n, dtype=dtype) for dtype, n in draw(st.lists(shapes, min_size=1, max_size=3))
     ]
@@ -181,49 +129,6 @@ def _host_programs(draw: st.DrawFn) -> HostProgram:
     cuts = sorted(draw(st.sets(st.integers(1, len(values) - 1))) if len(values) > 1 else ())
     bounds = [0, *cuts, len(values)]
     return HostProgram(owners, [values[lo:hi] for lo, hi in pairwise(bounds)])
-
-
-def _new_bytes(values: Iterable[Shared], counted: set[tuple[int, int]]) -> dict[str, int]:
-    """The oracle: (owner, byte offset) pairs ``values`` hold that ``counted`` lacks; adds them.
-
-    Live NumPy owners never overlap, so the union of held ranges is this set's size.
-    """
-    new = {(v.owner, offset) for v in values for offset in v.held} - counted
-    counted |= new
-    return {"cpu": len(new)} if new else {}
-
-
-def _blame(accounting: Any, values: list[Shared]) -> str:
-    """ACCT-6 if the NumPy owners and views among ``values`` alone count wrong, else ACCT-7."""
-    numpy = [v for v in values if v.numpy]
-    try:
-        alone = {k: n for k, n in accounting([v.value for v in numpy], set()).items() if n}
-    except Exception:
-        return "ACCT-7"
-    return "ACCT-6" if alone != _new_bytes(numpy, set()) else "ACCT-7"
-
-
-def _check_call(
-    accounting: Any,
-    values: list[Shared],
-    seen: set[Any],
-    expected: dict[str, int],
-    call: str,
-    when: str,
-) -> None:
-    observed = count(accounting, [v.value for v in values], seen, "ACCT-7", call)
-    if {k: n for k, n in observed.items() if n} != expected:
-        check_bytes(observed, expected, _blame(accounting, values), call, when)
-
-
-def _one_owner(*calls: list[tuple[str, int, int]]) -> HostProgram:
-    """A hand-built program over one 16-byte owner ``a0``: ranges in known address order."""
-    owners = [np.zeros(16, dtype="uint8")]
-    build = {
-        "from_numpy": lambda i, j: _from_numpy(owners, 0, i, j),
-        "owner": lambda i, j: _owner_value(owners, 0),
-    }
-    return HostProgram(owners, [[build[kind](i, j) for kind, i, j in c] for c in calls])
 
 
 def _fn(i: int, j: int) -> tuple[str, int, int]:
@@ -234,34 +139,32 @@ _A0 = ("owner", 0, 16)
 
 
 @per_clause("ACCT-7", "ACCT-6", "ACCT-4", "ACCT-5")
-def test_shared_host_memory_counts_its_union_once(subject: Any, focus: str) -> None:
+@given(program=_host_programs())
+# Touching ranges are not overlapping ones: [0, 4) and [4, 8) hold 8 bytes.
+@example(program=one_owner([_fn(0, 4), _fn(4, 8)], [_fn(2, 6), _A0]))
+# One range merged into several, into an inner one, into one that is not the last.
+@example(program=one_owner([_fn(0, 2), _fn(4, 6), _fn(8, 10), _fn(1, 9), _A0]))
+@example(program=one_owner([_fn(0, 2), _fn(4, 6), _fn(8, 12), _fn(9, 10)], [_A0]))
+@example(program=one_owner([_fn(0, 2), _fn(8, 12), _fn(1, 4), _A0]))
+def test_shared_host_memory_counts_its_union_once(
+    subject: Any, focus: str, program: HostProgram
+) -> None:
     """Owners, NumPy views, from_numpy slices and their .numpy(): the bytes of the union of
     the host ranges they hold, in one call and across calls sharing one seen."""
     accounting = accounting_of(subject)
-
-    @given(_host_programs())
-    # Touching ranges are not overlapping ones: [0, 4) and [4, 8) hold 8 bytes.
-    @example(_one_owner([_fn(0, 4), _fn(4, 8)], [_fn(2, 6), _A0]))
-    # One range merged into several, into an inner one, into one that is not the last.
-    @example(_one_owner([_fn(0, 2), _fn(4, 6), _fn(8, 10), _fn(1, 9), _A0]))
-    @example(_one_owner([_fn(0, 2), _fn(4, 6), _fn(8, 12), _fn(9, 10)], [_A0]))
-    @example(_one_owner([_fn(0, 2), _fn(8, 12), _fn(1, 4), _A0]))
-    def run(program: HostProgram) -> None:
+    with focused_on(focus):
         everything = [v for values in program.calls for v in values]
         call = f"device_bytes({everything!r}, set())"
-        expected = _new_bytes(everything, set())
-        _check_call(accounting, everything, set(), expected, call, program.definitions())
+        expected = new_bytes(everything, set())
+        check_host_call(accounting, everything, set(), expected, call, program.definitions())
         seen: set[Any] = set()
         counted: set[tuple[int, int]] = set()
         done: list[str] = []
         for values in program.calls:
             call = f"device_bytes({values!r}, seen)"
             when = "; ".join([program.definitions(), *done])
-            _check_call(accounting, values, seen, _new_bytes(values, counted), call, when)
+            check_host_call(accounting, values, seen, new_bytes(values, counted), call, when)
             done.append(call)
-
-    with focused_on(focus):
-        run()
 
 
 # --- ACCT-3: storages torch only borrows, off the host ---------------------

@@ -11,14 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sessionstate.conformance._machine.manager import (
     ContentsMachine,
     CrowdedMachine,
     ManagerMachine,
     replay,
-    run_machine,
 )
+from sessionstate.conformance._machine.stateful import run_steps
 from sessionstate.conformance._model import memory as allocations
 from sessionstate.conformance.checks import calling, check_equal
 
@@ -35,9 +37,10 @@ PROGRAMS = [
 
 
 @pytest.mark.clause(*ContentsMachine.CLAUSES)
-def test_crowded_machine(subject: Any) -> None:
+@given(data=st.data())
+def test_crowded_machine(subject: Any, data: st.DataObject) -> None:
     """Sessions holding data, one or two at a time: drops, evictions and holders agree with the model."""
-    run_machine(CrowdedMachine, subject)
+    run_steps(lambda: CrowdedMachine(subject), data)
 
 
 @pytest.mark.clause(*ManagerMachine.CLAUSES)

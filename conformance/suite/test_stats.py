@@ -21,8 +21,8 @@ from sessionstate.conformance._machine.manager import (
     STATS_KEYS,
     ContentsMachine,
     check_construction,
-    run_machine,
 )
+from sessionstate.conformance._machine.stateful import run_steps
 from sessionstate.conformance._model import memory as allocations
 from sessionstate.conformance.checks import calling, check_bytes, check_equal
 
@@ -35,9 +35,10 @@ OBSERVERS = {
 
 
 @pytest.mark.clause(*ContentsMachine.CLAUSES)
-def test_contents_machine(subject: Any) -> None:
+@given(data=st.data())
+def test_contents_machine(subject: Any, data: st.DataObject) -> None:
     """Sessions holding shared data: stats(), counters and bytes agree with the model."""
-    run_machine(ContentsMachine, subject)
+    run_steps(lambda: ContentsMachine(subject), data)
 
 
 @pytest.mark.clause("STATS-1")
