@@ -216,6 +216,6 @@ OPAQUE_CASES = [
 def test_opaque_tensors_count_their_elements_once(subject: Any, case: Case) -> None:
     """An mkldnn tensor (no storage) counts numel() * element_size() under its device once
     per tensor object (ACCT-12), and never makes accounting raise (ACCT-9)."""
-    if not torch.backends.mkldnn.is_available():
+    if not torch.backends.mkldnn.is_available():  # type: ignore[no-untyped-call]  # untyped in torch
         pytest.skip("torch.backends.mkldnn.is_available() is False: no opaque layout to build")
     run_case(accounting_of(subject), case, "ACCT-9", counting="ACCT-12")

@@ -39,7 +39,7 @@ enable_args = st.sampled_from([None, True, False])
 max_args = st.sampled_from([None, 0, 1, 5, 64, 300])
 
 
-def _case(env_enable: str | None, env_max: str | None, enable: Any, max_sessions: Any) -> Any:
+def _case(env_enable: str | None, env_max: str | None, enable: Any, max_sessions: Any) -> example:
     """``@example`` of one (env enable, env max, enable, max_sessions) combination."""
     return example(env_enable=env_enable, env_max=env_max, enable=enable, max_sessions=max_sessions)
 
