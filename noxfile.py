@@ -5,6 +5,7 @@ SESSIONSTATE_TORCH, e.g. ``SESSIONSTATE_TORCH=torch==2.5.1``)."""
 from __future__ import annotations
 
 import os
+import shutil
 
 import nox
 
@@ -16,6 +17,9 @@ TORCH = os.environ.get("SESSIONSTATE_TORCH", "torch==2.13.0")
 
 def install(session: nox.Session, extras: str = "test") -> None:
     session.install(TORCH)
+    # setuptools builds the wheel through ./build: a module moved or deleted since the last
+    # build would still be in it, and tested or type-checked as if it were shipped.
+    shutil.rmtree("build", ignore_errors=True)
     session.install(f".[{extras}]")
 
 
