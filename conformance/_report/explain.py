@@ -33,7 +33,15 @@ import pytest
 from sessionstate.conformance.clauses import all_clauses
 from sessionstate.conformance.subject import _did_you_mean
 
-__all__ = ["Mention", "clause_tests", "explain", "mentions", "reference_tags", "zoo_subjects"]
+__all__ = [
+    "Mention",
+    "clause_tests",
+    "explain",
+    "mentions",
+    "reference_tags",
+    "test_tags",
+    "zoo_subjects",
+]
 
 #: ``LRU-3`` or a range ``ADMIT-1..4``.
 _CLAUSE = re.compile(r"\b([A-Z]+)-(\d+)(?:\.\.(\d+))?\b")
@@ -112,63 +120,66 @@ def zoo_subjects(clause_id: str) -> list[tuple[str, str]]:
 
 
 class _Collector:
-    """A pytest plugin object that records each collected test's clauses."""
+    """A pytest plugin object that records each collected test's clause tags, in order."""
 
     def __init__(self) -> None:
-        self.by_clause: dict[str, list[str]] = {}
+        self.tags: dict[str, list[str]] = {}
 
     def pytest_collection_modifyitems(self, items: list[Any]) -> None:
+        from sessionstate.conformance.plugin import item_clauses
+
         for item in items:
-            for mark in item.iter_markers("clause"):
-                for cid in mark.args:
-                    self.by_clause.setdefault(cid, []).append(item.nodeid)
+            self.tags[item.nodeid] = list(item_clauses(item))
+
+
+def test_tags() -> dict[str, list[str]]:
+    """Node id -> the clauses the suite's test is tagged with, first tag first
+    (collection only, once per process)."""
+    if not _TAGS:
+        collector = _Collector()
+        args = ["--collect-only", "-q", "-p", "no:cacheprovider", "--pyargs",
+                "sessionstate.conformance.suite"]  # fmt: skip
+        with contextlib.redirect_stdout(io.StringIO()):
+            pytest.main(args, plugins=[collector])
+        _TAGS.update(collector.tags)
+    return _TAGS
+
+
+_TAGS: dict[str, list[str]] = {}
 
 
 def clause_tests() -> dict[str, list[str]]:
-    """Clause id -> node ids of the suite's tests tagged with it (collection only)."""
-    collector = _Collector()
-    args = ["--collect-only", "-q", "-p", "no:cacheprovider", "--pyargs",
-            "sessionstate.conformance.suite"]  # fmt: skip
-    with contextlib.redirect_stdout(io.StringIO()):
-        pytest.main(args, plugins=[collector])
-    return collector.by_clause
+    """Clause id -> node ids of the suite's tests tagged with it."""
+    by_clause: dict[str, list[str]] = {}
+    for nodeid, tags in test_tags().items():
+        for cid in tags:
+            by_clause.setdefault(cid, []).append(nodeid)
+    return by_clause
 
 
 def _short(nodeid: str) -> str:
     return nodeid.split("suite/", 1)[-1]
 
 
-def _aimed_at(clause_id: str, nodeid: str, first_tag: dict[str, str]) -> bool:
-    """A case named after the clause (``[LRU-4-3]``, ``[ACCT-1]``) or a test whose first
-    tag, the clause it was written for, is this one."""
+def _aimed_at(clause_id: str, nodeid: str) -> bool:
+    """A case named after the clause (``[LRU-4-3]``, ``[ACCT-1]``), or a test not named
+    after one whose first tag, the clause it was written for, is this one."""
     case = nodeid.partition("[")[2]
-    if case:
+    if _CLAUSE.match(case):
         return case == f"{clause_id}]" or case.startswith(f"{clause_id}-")
-    return first_tag.get(nodeid) == clause_id
+    tags = test_tags().get(nodeid, [])
+    return bool(tags) and tags[0] == clause_id
 
 
 def _test_groups(clause_id: str, tests: list[str]) -> list[tuple[str, list[str]]]:
-    first_tag = _first_tags()
-    aimed = [t for t in tests if _aimed_at(clause_id, t, first_tag)]
-    machines = [t for t in tests if t not in aimed and t.split("::")[-1].endswith("_machine")]
+    machines = [t for t in tests if t.split("::")[-1].split("[")[0].endswith("_machine")]
+    aimed = [t for t in tests if t not in machines and _aimed_at(clause_id, t)]
     others = [t for t in tests if t not in aimed and t not in machines]
     return [
         ("aimed at it", aimed),
         ("state machines that check it after every step", machines),
         ("tests that check it on the way", others),
     ]
-
-
-def _first_tags() -> dict[str, str]:
-    """Node id -> the first clause of its tags (collected once per process)."""
-    if not _FIRST:
-        for cid, nodeids in clause_tests().items():
-            for nodeid in nodeids:
-                _FIRST.setdefault(nodeid, cid)
-    return _FIRST
-
-
-_FIRST: dict[str, str] = {}
 
 
 def _grouped(nodeids: list[str]) -> list[str]:
