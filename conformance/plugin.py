@@ -745,7 +745,7 @@ _INTERRUPTIONS = ("interrupted", "collection errors", "pytest.exit", "internal e
 
 
 def _how_it_ended(session: pytest.Session, exitstatus: int) -> dict[str, Any]:
-    """For ``results.report``: whether the run stopped before its last test and why
+    """For ``results.results_json``: whether the run stopped before its last test and why
     (``stopped``; ``interrupted`` unless it stopped at a failure as ``-x`` asks), how many
     tests it held, and which clauses' tests did not all run (``None``: not known here)."""
     state = _state(session.config)
@@ -796,7 +796,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not (path or junit or _RECORDS):
         return
     from sessionstate import __version__
-    from sessionstate.conformance._harness.results import report
+    from sessionstate.conformance._harness.results import results_json
 
     run = {
         "target": state["target"],
@@ -808,7 +808,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         # When the run ended, in UTC: the matrix and the JUnit XML say how old a result is.
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    payload = report(
+    payload = results_json(
         _RECORDS, state["expectations"], state["selected"],
         strict=config.getoption("--sessionstate-strict"), facts=_json_facts(config), run=run,
     )  # fmt: skip

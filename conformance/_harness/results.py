@@ -24,7 +24,7 @@ from sessionstate.conformance._harness.expectations import Expectation
 from sessionstate.conformance._harness.reproduce import short_test_id
 from sessionstate.conformance.clauses import all_clauses
 
-__all__ = ["ClauseResult", "TestRecord", "aggregate", "mark_unfinished", "report", "verdict"]
+__all__ = ["ClauseResult", "TestRecord", "aggregate", "mark_unfinished", "results_json", "verdict"]
 
 
 @dataclass
@@ -170,7 +170,7 @@ def verdict(results: Mapping[str, ClauseResult], strict: bool = False) -> str:
     return "conformant"
 
 
-def report(
+def results_json(
     tests: Iterable[Mapping[str, Any]],
     expectations: list[Expectation],
     selected: Iterable[str] | None,

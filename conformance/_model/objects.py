@@ -65,11 +65,6 @@ class ModelMirror:
         except Exception as error:
             self.raised = error
 
-    @property
-    def active(self) -> bool:
-        """Whether the spec has a model: then OBJ-9 judges every exception of the object."""
-        return self.model is not None
-
     def check_outcome(self, call: str, error: Exception | None) -> None:
         """The object raised the model's exception type, or nothing when the model did not."""
         if self.model is None or type(error) is type(self.raised):

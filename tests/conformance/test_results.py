@@ -103,11 +103,11 @@ def test_a_focused_test_that_never_got_through_leaves_its_clause_unchecked() -> 
 def _report(records: list[TestRecord], selected: list[str], **how: object) -> dict:
     from dataclasses import asdict
 
-    from sessionstate.conformance._harness.results import report
+    from sessionstate.conformance._harness.results import results_json
 
     run = {"target": "t:s", "suite_version": "0", "profile": "ci", "seed": None, "seconds": 1.0}
     facts = {"subject": "s", "environment": {}, "capabilities": []}
-    return report(
+    return results_json(
         [asdict(r) for r in records], [], selected, strict=False, facts=facts, run={**run, **how}
     )
 
