@@ -21,8 +21,9 @@ def install(session: nox.Session, extras: str = "test") -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The project's own tests (reference unit tests, suite self-tests), in parallel."""
-    install(session)
+    """The project's own tests (reference unit tests, suite self-tests), in parallel; with
+    the ``[fuzz]`` extra, for the Redis client tests/cli/test_database.py uses."""
+    install(session, "test,fuzz")
     # Exit 5 ("no tests collected") fails the session, as CI requires: a run that
     # collects nothing has checked nothing. A narrowed run that may select nothing
     # says so itself (`nox -s tests -- -k ...`).
