@@ -30,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,8 @@ DEFAULT_SECONDS = 600
 #: Seconds between two looks at the database, and between two progress lines when the
 #: output is not a terminal.
 _POLL, _PLAIN_EVERY = 1.0, 15.0
+#: Seconds over which the progress line's examples per second are taken.
+_WINDOW = 10.0
 #: Seconds HypoFuzz gets to stop on SIGINT before it is killed.
 _GRACE = 10.0
 
@@ -305,17 +308,20 @@ class _Progress:
         self.tty = stream.isatty()
         self.shown = False
         self.last_plain = time.monotonic()
-        self.last: tuple[int, float] = (0, 0.0)
+        #: (seconds since the start, examples then) over the last ``_WINDOW`` seconds.
+        self.samples: deque[tuple[float, int]] = deque()
 
     def show(self, counts: dict[str, int], elapsed: float, left: float, behaviors: int) -> None:
         total = sum(counts.values())
-        previous, at = self.last
-        rate = (total - previous) / (elapsed - at) if elapsed > at and previous else 0.0
-        if not previous or elapsed - at >= 5:
-            self.last = (total, elapsed)
-        rate = rate or total / max(elapsed, 1e-9)
+        self.samples.append((elapsed, total))
+        while self.samples[0][0] < elapsed - _WINDOW:
+            self.samples.popleft()
+        since, then = self.samples[0]
+        rate = (total - then) / (elapsed - since) if elapsed > since else 0.0
         covered = f", {behaviors:,} behaviors" if behaviors else ""
         line = f"fuzzing: {total:,} examples, {rate:,.0f}/s{covered}, {_clock(left)} left"
+        if not total:
+            line = f"fuzzing: HypoFuzz is collecting the suite, {_clock(left)} left"
         if self.tty:
             self.stream.write("\r\x1b[K" + line)
             self.stream.flush()
