@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -158,8 +158,10 @@ def run_fuzz(options: FuzzOptions) -> int:
         return EXIT_USAGE
     print(f"sessionstate fuzz: no failure in {elapsed:.0f} s, {total:,} examples "
           f"({total / max(elapsed, 1e-9):,.0f}/s); examples per clause group:")  # fmt: skip
-    for group, number in group_counts(counts).items():
-        print(f"  {group:<8} {number:>12,}")
+    for group, number in group_counts(counts, selected_groups(options.clauses)).items():
+        print(
+            f"  {group:<8} {number:>12,}" + ("  (no test of it started yet)" if not number else "")
+        )
     return EXIT_OK
 
 
@@ -358,12 +360,19 @@ def read_counts(folder: Path) -> dict[str, int]:
 _MODULE = re.compile(r"test_([a-z]+)\w*\.py::")
 
 
-def group_counts(counts: dict[str, int]) -> dict[str, int]:
-    """``read_counts`` per clause group (the group a test's module is named after), in
-    the spec's order."""
+def selected_groups(clauses: list[str]) -> list[str]:
+    """The clause groups ``--clause`` names (every group without it)."""
     from sessionstate.conformance.clauses import PREFIXES
 
-    groups: dict[str, int] = {}
+    return [g for g in PREFIXES if not clauses or any(c.split("-")[0] == g for c in clauses)]
+
+
+def group_counts(counts: dict[str, int], groups_shown: Sequence[str] = ()) -> dict[str, int]:
+    """``read_counts`` per clause group (the group a test's module is named after), in
+    the spec's order; ``groups_shown`` are listed even when no example of theirs ran."""
+    from sessionstate.conformance.clauses import PREFIXES
+
+    groups: dict[str, int] = dict.fromkeys(groups_shown, 0)
     for nodeid, number in counts.items():
         match = _MODULE.search(nodeid)
         group = match.group(1).upper() if match else "other"
