@@ -91,8 +91,10 @@ def test_a_failure_fuzzed_into_redis_is_replayed_by_check(run_cli: Run, redis_ur
     assert replay.returncode == 1, replay.stdout[-3000:] + replay.stderr[-3000:]
     assert re.search(r"^LRU-4 +MUST +FAIL", replay.stdout, flags=re.MULTILINE), replay.stdout
     assert _reuse_failures(replay.stdout, test) == 1, replay.stdout[-4000:]
-    print(fuzz.stdout.splitlines()[0], "...", found.group(0), sep="\n")
-    print("\n".join(line for line in replay.stdout.splitlines() if "reuse phase" in line))
+    shown = [line for line in fuzz.stdout.splitlines() if line.startswith("sessionstate fuzz:")]
+    stats = replay.stdout.split(f"{test}:", 1)[1].split("\n\n  - Stopped because", 1)[0]
+    rows = [line for line in replay.stdout.splitlines() if line.startswith(("LRU-4 ", "verdict"))]
+    print("", *shown, "check --database: " + test + stats, *rows, sep="\n")
 
 
 def test_check_saves_to_redis_and_the_next_check_replays(run_cli: Run, redis_url: str) -> None:
