@@ -40,7 +40,9 @@ def typecheck(session: nox.Session) -> None:
     copy in the session's site-packages (``.../sessionstate/conformance/plugin.py`` is
     ``conformance/plugin.py`` here). The settings are pyproject's ``[tool.mypy]``.
     """
-    install(session, "dev")
+    # [fuzz]: the fuzzing glue (conformance/_harness/fuzz.py, database.py) imports HypoFuzz
+    # and redis, both typed.
+    install(session, "dev,fuzz")
     session.run("mypy", "--strict", "-p", "sessionstate")
 
 
