@@ -25,8 +25,9 @@ def install(session: nox.Session, extras: str = "test") -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The project's own tests (reference unit tests, suite self-tests), in parallel."""
-    install(session)
+    """The project's own tests (reference unit tests, suite self-tests), in parallel; with
+    the ``[fuzz]`` extra, for the Redis client tests/cli/test_database.py uses."""
+    install(session, "test,fuzz")
     # Exit 5 ("no tests collected") fails the session, as CI requires: a run that
     # collects nothing has checked nothing. A narrowed run that may select nothing
     # says so itself (`nox -s tests -- -k ...`).
@@ -43,7 +44,9 @@ def typecheck(session: nox.Session) -> None:
     copy in the session's site-packages (``.../sessionstate/conformance/plugin.py`` is
     ``conformance/plugin.py`` here). The settings are pyproject's ``[tool.mypy]``.
     """
-    install(session, "dev")
+    # [fuzz]: the fuzzing glue (conformance/_harness/fuzz.py, database.py) imports HypoFuzz
+    # and redis, both typed.
+    install(session, "dev,fuzz")
     session.run("mypy", "--strict", "-p", "sessionstate")
 
 

@@ -138,6 +138,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "prints it)",
     )
     group.addoption(
+        "--sessionstate-database",
+        metavar="PATH|URL",
+        default=None,
+        help="Hypothesis example database: a directory or redis://HOST:PORT[/DB]; the run is "
+        "randomized and replays every failure stored there first (env SESSIONSTATE_DATABASE, "
+        "for the fuzz profile)",
+    )
+    group.addoption(
         "--sessionstate-blob",
         metavar="VERSION:BLOB",
         default=None,
@@ -439,6 +447,10 @@ def pytest_collection_modifyitems(
         _apply_hooks(item, ids, subject)
         _apply_expectations(item, ids, state["expectations"])
     state["collected"] = {item.nodeid: item_clauses(item) for item in keep if item_clauses(item)}
+    if config.getoption("--sessionstate-database"):  # the keys HypoFuzz saved under
+        from sessionstate.conformance._harness.database import align_keys
+
+        align_keys([item for item in keep if item_clauses(item)], state["seed"] or 0)
     _arm_reproduction(config, state)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
@@ -508,7 +520,15 @@ def _load_profile(config: pytest.Config) -> None:
     from sessionstate.conformance._harness.profiles import load_profile
 
     state = _state(config)
-    load_profile(state["profile"], seed=state["seed"])
+    from sessionstate.conformance.subject import UsageError
+
+    try:
+        load_profile(
+            state["profile"], seed=state["seed"],
+            database=config.getoption("--sessionstate-database"),
+        )  # fmt: skip
+    except UsageError as error:
+        raise pytest.UsageError(str(error)) from None
     state["profile_loaded"] = True
     blob = config.getoption("--sessionstate-blob")
     if blob and config.getoption("--sessionstate-reproduce"):  # that one case, and only it

@@ -24,6 +24,7 @@ __all__ = [
     "INTERNAL_PROFILES",
     "PROFILES",
     "check_profile",
+    "default_fuzz_database",
     "ignored_profile_notice",
     "load_profile",
     "public_profiles",
@@ -32,10 +33,11 @@ __all__ = [
 ]
 
 DEFAULT_PROFILE = "ci"
-PROFILES = ("quick", "ci", "deep", "triage", "mutation")
+PROFILES = ("quick", "ci", "deep", "triage", "mutation", "fuzz")
 #: Profiles accepted by ``--profile`` but never offered in its help or its error:
-#: ``mutation`` is the bench's (``bench/mutation_test.py`` passes it to the plugin).
-INTERNAL_PROFILES = ("mutation",)
+#: ``mutation`` is the bench's (``bench/mutation_test.py`` passes it to the plugin);
+#: ``fuzz`` is the one ``sessionstate fuzz`` has HypoFuzz's workers load.
+INTERNAL_PROFILES = ("mutation", "fuzz")
 
 
 def public_profiles() -> tuple[str, ...]:
@@ -117,6 +119,26 @@ def _register() -> None:
     )
 
 
+def _register_fuzz(database: str | None) -> None:
+    """``fuzz``: the ``ci`` profile randomized (HypoFuzz refuses a derandomized test) and
+    on the database named by ``database``, else ``$SESSIONSTATE_DATABASE``, else
+    ``default_fuzz_database()`` (made if missing: the fuzzer writes it)."""
+    from sessionstate.conformance._harness.database import DATABASE_ENV, open_database
+
+    spec = database or os.environ.get(DATABASE_ENV) or str(default_fuzz_database())
+    settings.register_profile(
+        "sessionstate-fuzz",
+        parent=settings.get_profile("sessionstate-ci"),
+        derandomize=False,
+        database=open_database(spec, create=True),
+    )
+
+
+def default_fuzz_database() -> Path:
+    """Where ``sessionstate fuzz`` keeps what it finds when no ``--database`` is given."""
+    return storage_directory() / "fuzz-examples"
+
+
 def check_profile(name: str) -> None:
     """``UsageError`` unless ``name`` is one of ``PROFILES``."""
     if name not in PROFILES:
@@ -125,22 +147,43 @@ def check_profile(name: str) -> None:
         raise UsageError(f"unknown profile {name!r}; choose one of {', '.join(public_profiles())}")
 
 
-def load_profile(name: str, seed: int | None = None) -> None:
+def load_profile(name: str, seed: int | None = None, database: str | None = None) -> None:
     """Register (idempotently) and load the suite profile ``name``.
 
     With ``seed``, the profile runs randomized (``derandomize=False``); the
-    seed itself reaches Hypothesis through ``--hypothesis-seed``.
+    seed itself reaches Hypothesis through ``--hypothesis-seed``. With ``database``
+    (a directory that exists, or ``redis://HOST:PORT[/DB]``: ``database.open_database``),
+    the run uses that example database, randomized, so its reuse phase replays every
+    failure stored there first; a ``UsageError`` says what is wrong with the name.
     """
     check_profile(name)
     _register()
-    if seed is None:
+    if name == "fuzz":
+        _register_fuzz(database)
+        settings.load_profile("sessionstate-fuzz")
+        from sessionstate.conformance._harness.fuzz import (
+            COUNTS_ENV,
+            count_examples,
+            hypofuzz_compat,
+        )
+
+        hypofuzz_compat()
+        if os.environ.get(COUNTS_ENV):  # a worker of `sessionstate fuzz`
+            count_examples(os.environ[COUNTS_ENV])
+        return
+    if seed is None and database is None:
         settings.load_profile(f"sessionstate-{name}")
         return
+    db = None
+    if database is not None:
+        from sessionstate.conformance._harness.database import open_database
+
+        db = open_database(database)
     settings.register_profile(
         f"sessionstate-{name}-seeded",
         parent=settings.get_profile(f"sessionstate-{name}"),
         derandomize=False,
-        database=None,
+        database=db,
     )
     settings.load_profile(f"sessionstate-{name}-seeded")
 

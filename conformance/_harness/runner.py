@@ -63,6 +63,9 @@ class CheckOptions:
     blob: str | None = None
     #: Allocate only on these devices (``cpu`` always kept); None: Subject.devices, or all.
     devices: list[str] | None = None
+    #: An example database (a directory or ``redis://HOST:PORT[/DB]``): the run replays
+    #: every failure stored there first, randomized with ``seed`` (0 when not given).
+    database: str | None = None
 
 
 def validate(options: CheckOptions) -> None:
@@ -89,6 +92,10 @@ def validate(options: CheckOptions) -> None:
             )
     _check_workers(options)
     _check_reproduce(options)
+    if options.database is not None:
+        from sessionstate.conformance._harness.database import open_database
+
+        open_database(options.database)
     subject = load_target(options.target)
     _check_specs(subject)
     if options.expectations:
@@ -343,7 +350,15 @@ def pytest_arguments(options: CheckOptions, json_path: str) -> list[str]:
         args += ["--sessionstate-expectations", options.expectations]
     if options.strict:
         args.append("--sessionstate-strict")
-    if options.seed is not None:
+    if options.database is not None:
+        # Randomized, so Hypothesis reads the database, yet reproducible: each test gets
+        # the seed as @seed would give it (--hypothesis-seed would turn the database off).
+        from sessionstate.conformance._harness.database import suite_rootdir
+
+        seed = 0 if options.seed is None else options.seed
+        args += ["--sessionstate-database", options.database, "--rootdir", suite_rootdir()]
+        args += ["--sessionstate-seed", str(seed)]
+    elif options.seed is not None:
         args += ["--sessionstate-seed", str(options.seed), f"--hypothesis-seed={options.seed}"]
     if options.exitfirst:
         args.append("-x")

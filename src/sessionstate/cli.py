@@ -1,7 +1,7 @@
 """The ``sessionstate`` command line.
 
 ``check`` runs the conformance suite against a TARGET (default: the bundled
-reference); ``spec`` lists the clauses; ``explain`` prints one clause and the
+reference); ``fuzz`` runs its properties under HypoFuzz; ``spec`` lists the clauses; ``explain`` prints one clause and the
 tests that check it; ``demo`` builds a reference manager and prints stats().
 Usage errors print one line and exit 2 (so does a bare ``sessionstate``, after the
 usage); Ctrl-C exits 130.
@@ -80,7 +80,85 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="VERSION:BLOB",
         help="with --reproduce: replay this failing case (Hypothesis' @reproduce_failure)",
     )
+    check.add_argument(
+        "--database",
+        metavar="PATH|URL",
+        help="replay every failure stored in this example database first (a directory "
+        "'sessionstate fuzz' wrote, or redis://HOST:PORT[/DB]); randomized with --seed, 0 "
+        "when not given",
+    )
     check.add_argument("--list-clauses", action="store_true", help="list the clauses and exit")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def _add_fuzz(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    fuzz = commands.add_parser(
+        "fuzz",
+        help="fuzz the suite's properties against a subject (HypoFuzz, the [fuzz] extra)",
+        description="Run the suite's properties under HypoFuzz for --seconds or until a "
+        "failure, saving what it finds in an example database. Exit 0: nothing found (the "
+        "examples run per clause group are printed); 1: a clause failed (reported as "
+        "'sessionstate check' reports it); 2: usage error; 130: interrupted. Arguments "
+        "after '--' go to pytest.",
+    )
+    fuzz.add_argument(
+        "target",
+        nargs="?",
+        default=None,
+        help="pkg.module:attr naming a Subject, as for 'check' (default: the bundled reference)",
+    )
+    fuzz.add_argument(
+        "--seconds",
+        type=float,
+        default=600,
+        metavar="N",
+        help="stop after N seconds when nothing was found (default 600)",
+    )
+    fuzz.add_argument(
+        "-n",
+        dest="workers",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="fuzz in N processes (default 1)",
+    )
+    fuzz.add_argument(
+        "--database",
+        metavar="PATH|URL",
+        help="example database: a directory (made if missing) or redis://HOST:PORT[/DB]; "
+        "default: a directory in sessionstate's Hypothesis storage, printed at the start",
+    )
+    fuzz.add_argument(
+        "--clause",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="fuzz only the tests of this clause or group (repeatable): LRU-3, ADMIT",
+    )
+    fuzz.add_argument(
+        "--dashboard", action="store_true", help="serve HypoFuzz's live dashboard while fuzzing"
+    )
+    fuzz.add_argument(
+        "--port", type=_positive_int, default=9999, help="the dashboard's port (default 9999)"
+    )
+
+
+def _fuzz(args: argparse.Namespace, passthrough: list[str]) -> int:
+    from sessionstate.conformance._harness.fuzz import FuzzOptions, run_fuzz
+    from sessionstate.conformance.subject import DEFAULT_TARGET
+
+    options = FuzzOptions(
+        target=args.target or DEFAULT_TARGET, seconds=args.seconds, workers=args.workers,
+        database=args.database, clauses=args.clause, dashboard=args.dashboard, port=args.port,
+        pytest_args=passthrough,
+    )  # fmt: skip
+    return run_fuzz(options)
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -91,6 +169,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"sessionstate {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_check(commands)
+    _add_fuzz(commands)
     commands.add_parser("spec", help="list the spec's clauses")
     explain = commands.add_parser("explain", help="print a clause and the tests that check it")
     explain.add_argument("clause", help="a clause id, e.g. LRU-3")
@@ -164,7 +243,7 @@ def _check(args: argparse.Namespace, passthrough: list[str]) -> int:
         report_json=args.report_json, junitxml=args.junitxml, markdown=args.markdown,
         expectations=args.expectations, strict=args.strict, exitfirst=args.exitfirst,
         workers=args.workers, seed=args.seed, clauses=args.clause, pytest_args=passthrough,
-        reproduce=args.reproduce, blob=args.blob, devices=args.devices,
+        reproduce=args.reproduce, blob=args.blob, devices=args.devices, database=args.database,
     )  # fmt: skip
     return run_check(options)
 
@@ -216,6 +295,8 @@ def _main(argv: Sequence[str] | None) -> int:
     args = parser.parse_args(own)
     if args.command == "check":
         return _check(args, passthrough)
+    if args.command == "fuzz":
+        return _fuzz(args, passthrough)
     if args.command == "spec":
         return _spec()
     if args.command == "explain":

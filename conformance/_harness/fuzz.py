@@ -1,0 +1,438 @@
+"""``sessionstate fuzz``: the suite's properties under HypoFuzz, for a time or until a failure.
+
+The fuzzing is HypoFuzz's (``hypothesis fuzz``, the ``[fuzz]`` extra): this module starts
+it on the suite against a subject, watches the example database it writes, shows progress
+on one line, and stops it when the time is up or a failure was found. A failure is then
+reported exactly as ``sessionstate check`` reports it, by ``sessionstate check --database``
+on the same database: Hypothesis' reuse phase replays the failure HypoFuzz stored and
+shrank, so the clause table and the shrunk program are the check's own.
+
+Exit status: 0 nothing found (the examples run are listed per clause group); 1 a clause
+failed (the check's table follows); 2 misuse (one line: a bad target, clause, database,
+``--seconds``, or the ``[fuzz]`` extra missing); 130 interrupted.
+
+What counts as an example: one run of a property's body on one input, in any of HypoFuzz's
+worker processes (generated, mutated, replayed from its corpus, or tried while shrinking).
+Each worker counts its own through a Hypothesis observability callback (``count_examples``)
+and writes the counts to a file of the run's; the figures are as of the last write, at
+most half a second before the workers stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from sessionstate.conformance.subject import DEFAULT_TARGET, UsageError
+
+if TYPE_CHECKING:
+    from hypothesis.database import ExampleDatabase
+
+__all__ = ["COUNTS_ENV", "FuzzOptions", "count_examples", "fuzz_arguments", "run_fuzz"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: Set by ``sessionstate fuzz`` for HypoFuzz's workers: the folder their counts go to.
+COUNTS_ENV = "SESSIONSTATE_FUZZ_COUNTS"
+DEFAULT_SECONDS = 600
+#: Seconds between two looks at the database, and between two progress lines when the
+#: output is not a terminal.
+_POLL, _PLAIN_EVERY = 1.0, 15.0
+#: Seconds over which the progress line's examples per second are taken.
+_WINDOW = 10.0
+#: Seconds HypoFuzz gets to stop on SIGINT before it is killed.
+_GRACE = 10.0
+
+
+@dataclass
+class FuzzOptions:
+    target: str = DEFAULT_TARGET
+    seconds: float = DEFAULT_SECONDS
+    workers: int = 1
+    #: A directory or ``redis://HOST:PORT[/DB]``; None: ``profiles.default_fuzz_database()``.
+    database: str | None = None
+    clauses: list[str] = field(default_factory=list)
+    dashboard: bool = False
+    port: int = 9999
+    pytest_args: list[str] = field(default_factory=list)
+
+
+def validate(options: FuzzOptions) -> str:
+    """``UsageError`` for anything wrong with the request; the database's name otherwise
+    (made now if it is a directory that does not exist yet)."""
+    from sessionstate.conformance._harness.database import EXTRA_HINT, open_database
+    from sessionstate.conformance._harness.profiles import default_fuzz_database
+    from sessionstate.conformance._harness.runner import CheckOptions
+    from sessionstate.conformance._harness.runner import validate as validate_check
+
+    if not options.seconds > 0:
+        raise UsageError(f"--seconds {options.seconds:g}: give a number of seconds above 0")
+    if options.workers < 1:
+        raise UsageError(f"-n {options.workers}: give a number of processes of 1 or more")
+    if not 0 <= options.port <= 65535:
+        raise UsageError(f"--port {options.port}: not a port number")
+    try:
+        import hypofuzz  # noqa: F401
+    except ImportError:
+        raise UsageError(f"fuzzing needs HypoFuzz, which is not installed: {EXTRA_HINT}") from None
+    validate_check(CheckOptions(target=options.target, clauses=list(options.clauses)))
+    spec = options.database or str(default_fuzz_database())
+    open_database(spec, create=True)
+    return spec
+
+
+def fuzz_arguments(options: FuzzOptions, database: str) -> list[str]:
+    """``hypothesis fuzz``'s arguments: its own, then the pytest arguments of the suite."""
+    own = ["fuzz", "-n", str(options.workers)]
+    own += ["--dashboard", "--port", str(options.port)] if options.dashboard else ["--no-dashboard"]
+    from sessionstate.conformance._harness.database import suite_rootdir
+
+    pytest_args = [
+        "--pyargs", "sessionstate.conformance.suite",
+        "--rootdir", suite_rootdir(),
+        "-p", "sessionstate.conformance.plugin",
+        "-p", "no:cacheprovider",
+        "-W", "ignore::pytest.PytestAssertRewriteWarning",
+        "--sessionstate-subject", options.target,
+        "--sessionstate-profile", "fuzz",
+        "--sessionstate-database", database,
+    ]  # fmt: skip
+    for cid in options.clauses:
+        pytest_args += ["--sessionstate-clause", cid]
+    return [*own, "--", *pytest_args, *options.pytest_args]
+
+
+def run_fuzz(options: FuzzOptions) -> int:
+    """Fuzz as ``options`` say; report; return the exit status."""
+    try:
+        spec = validate(options)
+    except UsageError as error:
+        print(f"sessionstate fuzz: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    from sessionstate.conformance._harness.database import describe, open_database
+
+    database = open_database(spec, create=True)
+    selection = ", ".join(options.clauses) or "every clause"
+    print(f"sessionstate fuzz: {options.target}, {selection}, {options.workers} process(es), "
+          f"{options.seconds:g} s")  # fmt: skip
+    print(f"  database: {describe(spec)}")
+    if options.dashboard:
+        print(f"  dashboard: http://localhost:{options.port}/")
+    started = time.time()
+    with tempfile.TemporaryDirectory(prefix="sessionstate-fuzz-") as scratch:
+        counts_dir = Path(scratch) / "counts"
+        counts_dir.mkdir()
+        log_path = Path(scratch) / "hypofuzz.log"
+        with log_path.open("w+", encoding="utf-8", errors="replace") as log:
+            try:
+                outcome = _fuzz(options, spec, database, counts_dir, log, started)
+            except KeyboardInterrupt:
+                print("\nsessionstate fuzz: interrupted", file=sys.stderr)
+                return EXIT_INTERRUPTED
+            counts = read_counts(counts_dir)
+            log.seek(0)
+            log_text = log.read()
+    elapsed = time.time() - started
+    total = sum(counts.values())
+    if outcome.found:
+        print(f"sessionstate fuzz: {outcome.found} failed after {elapsed:.0f} s and "
+              f"{total:,} examples; replaying it with 'sessionstate check --database':")  # fmt: skip
+        return _replay(options, spec)
+    if outcome.died:
+        tail = [line for line in log_text.strip().splitlines() if line.strip()][-15:]
+        print("\n".join(tail), file=sys.stderr)
+        print(f"sessionstate fuzz: error: hypothesis fuzz stopped after {elapsed:.0f} s "
+              "without a failure to replay; its last lines are above", file=sys.stderr)  # fmt: skip
+        return EXIT_USAGE
+    print(f"sessionstate fuzz: no failure in {elapsed:.0f} s, {total:,} examples "
+          f"({total / max(elapsed, 1e-9):,.0f}/s); examples per clause group:")  # fmt: skip
+    for group, number in group_counts(counts, selected_groups(options.clauses)).items():
+        print(
+            f"  {group:<8} {number:>12,}" + ("  (no test of it started yet)" if not number else "")
+        )
+    return EXIT_OK
+
+
+@dataclass
+class _Outcome:
+    found: str | None = None  # the failing test's node id
+    died: bool = False  # HypoFuzz stopped by itself with nothing to replay
+
+
+def _fuzz(
+    options: FuzzOptions,
+    spec: str,
+    database: ExampleDatabase,
+    counts_dir: Path,
+    log: IO[str],
+    started: float,
+) -> _Outcome:
+    env = {**os.environ, COUNTS_ENV: str(counts_dir)}
+    env.pop("SESSIONSTATE_SUBJECT", None)  # the --sessionstate-subject option decides
+    command = [sys.executable, "-c", "from hypothesis.extra.cli import main; main()"]
+    process = subprocess.Popen(
+        [*command, *fuzz_arguments(options, spec)],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+        start_new_session=True,
+    )  # fmt: skip
+    watcher = FailureWatcher(database, since=started)
+    progress = _Progress(sys.stdout)
+    outcome = _Outcome()
+    try:
+        deadline = time.monotonic() + options.seconds
+        while True:
+            found = watcher.poll()
+            if found:
+                outcome.found = found
+                break
+            if process.poll() is not None:
+                # It stops by itself once every test failed: give the last save a moment.
+                time.sleep(_POLL)
+                outcome.found = watcher.poll()
+                outcome.died = outcome.found is None
+                break
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            progress.show(read_counts(counts_dir), time.time() - started, left, watcher.behaviors)
+            time.sleep(min(_POLL, max(left, 0.0)))
+    finally:
+        progress.done()
+        _stop(process)
+    return outcome
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGINT to HypoFuzz's process group (its hub, workers and dashboard), then SIGKILL."""
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGINT)
+    try:
+        process.wait(_GRACE)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    with contextlib.suppress(ProcessLookupError):  # a worker left behind
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _replay(options: FuzzOptions, spec: str) -> int:
+    from sessionstate.conformance._harness.runner import CheckOptions, run_check
+
+    sys.stdout.flush()
+    status = run_check(
+        CheckOptions(target=options.target, clauses=list(options.clauses), database=spec)
+    )
+    if status == EXIT_OK:
+        print("sessionstate fuzz: the failure HypoFuzz found did not fail again when replayed "
+              "(a flaky test or subject); see the dashboard or the database", file=sys.stderr)  # fmt: skip
+        return EXIT_FAILED
+    return status
+
+
+class FailureWatcher:
+    """Looks in the database for a failure HypoFuzz found since ``since`` (a time).
+
+    HypoFuzz saves a report in phase ``failed`` once it has shrunk a failure, and the
+    shrunk failure under the test's own key (the one Hypothesis' reuse phase replays). A
+    failure counts once both are there, so what the check replays has been written; a
+    failure stored by an earlier run and found again counts too (a new report), one that
+    no longer fails does not.
+    """
+
+    def __init__(self, database: ExampleDatabase, *, since: float) -> None:
+        self.raw = database
+        self.since = since
+        self.behaviors = 0
+        self._reports: dict[bytes, Any] = {}  # raw report -> parsed (None: not ours)
+        self._last_behaviors = -float("inf")
+
+    def _keys(self) -> list[bytes]:
+        from hypofuzz.database.database import test_keys_key
+
+        return list(self.raw.fetch(test_keys_key))
+
+    def _ours(self, key: bytes) -> Iterator[Any]:
+        """The reports saved under ``key`` since ``since`` (each parsed once)."""
+        from hypofuzz.database.database import reports_key
+        from hypofuzz.database.models import Report
+
+        for value in self.raw.fetch(key + reports_key):
+            if value not in self._reports:
+                report = Report.from_json(value)
+                ours = report is not None and report.timestamp >= self.since - 1
+                self._reports[value] = report if ours else None
+            if self._reports[value] is not None:
+                yield self._reports[value]
+
+    def poll(self) -> str | None:
+        """The node id of a test that failed, or None; updates ``behaviors`` every 10 s
+        (the behaviors HypoFuzz's latest reports name, summed over the tests)."""
+        from hypofuzz.database.models import Phase
+
+        recount = time.monotonic() - self._last_behaviors > 10
+        behaviors = 0
+        for key in self._keys():
+            stored = next(iter(self.raw.fetch(key)), None) is not None
+            if not (stored or recount):
+                continue
+            reports = list(self._ours(key))
+            if stored:
+                for report in reports:
+                    if report.phase is Phase.FAILED:
+                        return str(report.nodeid)
+            behaviors += max((report.behaviors for report in reports), default=0)
+        if recount:
+            self._last_behaviors = time.monotonic()
+            self.behaviors = behaviors
+        return None
+
+
+class _Progress:
+    """One refreshing line on a terminal; a plain line every ``_PLAIN_EVERY`` s elsewhere."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.shown = False
+        self.last_plain = time.monotonic()
+        #: (seconds since the start, examples then) over the last ``_WINDOW`` seconds.
+        self.samples: deque[tuple[float, int]] = deque()
+
+    def show(self, counts: dict[str, int], elapsed: float, left: float, behaviors: int) -> None:
+        total = sum(counts.values())
+        self.samples.append((elapsed, total))
+        while self.samples[0][0] < elapsed - _WINDOW:
+            self.samples.popleft()
+        since, then = self.samples[0]
+        rate = (total - then) / (elapsed - since) if elapsed > since else 0.0
+        covered = f", {behaviors:,} behaviors" if behaviors else ""
+        line = f"fuzzing: {total:,} examples, {rate:,.0f}/s{covered}, {_clock(left)} left"
+        if not total:
+            line = f"fuzzing: HypoFuzz is collecting the suite, {_clock(left)} left"
+        if self.tty:
+            self.stream.write("\r\x1b[K" + line)
+            self.stream.flush()
+            self.shown = True
+        elif time.monotonic() - self.last_plain >= _PLAIN_EVERY:
+            self.last_plain = time.monotonic()
+            print(line, file=self.stream, flush=True)
+
+    def done(self) -> None:
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02}:{rest % 60:02}" if hours else f"{rest // 60}:{rest % 60:02}"
+
+
+def read_counts(folder: Path) -> dict[str, int]:
+    """Examples run per test node id, summed over the workers' files in ``folder``."""
+    counts: dict[str, int] = {}
+    for path in folder.glob("*.json"):
+        try:
+            mine = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # being replaced; the next look reads it
+        for nodeid, number in mine.items():
+            counts[nodeid] = counts.get(nodeid, 0) + int(number)
+    return counts
+
+
+_MODULE = re.compile(r"test_([a-z]+)\w*\.py::")
+
+
+def selected_groups(clauses: list[str]) -> list[str]:
+    """The clause groups ``--clause`` names (every group without it)."""
+    from sessionstate.conformance.clauses import PREFIXES
+
+    return [g for g in PREFIXES if not clauses or any(c.split("-")[0] == g for c in clauses)]
+
+
+def group_counts(counts: dict[str, int], groups_shown: Sequence[str] = ()) -> dict[str, int]:
+    """``read_counts`` per clause group (the group a test's module is named after), in
+    the spec's order; ``groups_shown`` are listed even when no example of theirs ran."""
+    from sessionstate.conformance.clauses import PREFIXES
+
+    groups: dict[str, int] = dict.fromkeys(groups_shown, 0)
+    for nodeid, number in counts.items():
+        match = _MODULE.search(nodeid)
+        group = match.group(1).upper() if match else "other"
+        groups[group] = groups.get(group, 0) + number
+    order = {g: i for i, g in enumerate(PREFIXES)}
+    return dict(sorted(groups.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
+
+
+def hypofuzz_compat() -> None:
+    """Let HypoFuzz 25.11.1 shrink under the Hypothesis releases after it.
+
+    Its worker copies ``shrink_target.slice_comments`` (the explain phase's notes) from
+    the shrunk result, an attribute those releases no longer have: the worker dies with
+    an ``AttributeError`` after every shrink, before it saves the shrunk failure. The notes
+    are empty here (the suite runs without the explain phase), so the attribute is given
+    back as an empty mapping where it is missing. Idempotent.
+    """
+    from hypothesis.internal.conjecture.data import ConjectureResult
+
+    if not hasattr(ConjectureResult, "slice_comments"):
+        ConjectureResult.slice_comments = property(lambda self: {})  # type: ignore[attr-defined]
+
+
+#: The counts of this process (``count_examples``), and the pid they belong to: a worker
+#: forked from a process that had registered the callback starts from nothing.
+_COUNTS: dict[str, Any] = {"pid": None, "counts": {}, "written": 0.0, "folder": None}
+_COUNTING = threading.Lock()
+
+
+def count_examples(folder: str) -> None:
+    """In a HypoFuzz worker: count every test case it runs, per node id, into
+    ``folder/<pid>.json`` (written at most twice a second). Idempotent per process."""
+    from hypothesis.internal.observability import add_observability_callback
+
+    if _COUNTS["folder"] is not None:
+        return
+    _COUNTS["folder"] = folder
+    add_observability_callback(_counted, all_threads=True)
+
+
+def _counted(observation: Any, thread_id: int | None = None) -> None:
+    if getattr(observation, "type", None) != "test_case":
+        return
+    with _COUNTING:
+        if _COUNTS["pid"] != os.getpid():
+            _COUNTS.update(pid=os.getpid(), counts={}, written=0.0)
+        counts: dict[str, int] = _COUNTS["counts"]
+        name = str(observation.property)
+        counts[name] = counts.get(name, 0) + 1
+        now = time.monotonic()
+        if now - _COUNTS["written"] < 0.5:
+            return
+        _COUNTS["written"] = now
+        _write_counts(Path(_COUNTS["folder"]), counts)
+
+
+def _write_counts(folder: Path, counts: dict[str, int]) -> None:
+    """Replace ``folder/<pid>.json`` whole; nothing when the folder is gone (the run is
+    over: a worker that has not stopped yet must not make it again)."""
+    temporary = folder / f".{os.getpid()}.tmp"
+    with contextlib.suppress(OSError):
+        temporary.write_text(json.dumps(counts), encoding="utf-8")
+        os.replace(temporary, folder / f"{os.getpid()}.json")

@@ -1,0 +1,110 @@
+"""A Redis example database shared by runs, against a real ``redis-server``.
+
+What one run saves there (a fuzzing host's ``sessionstate fuzz``) the next replays (a CI
+job's ``sessionstate check --database redis://...``). The server is started here on a free
+local port and stopped at teardown. Without the ``redis-server`` binary the test skips,
+saying so, except in CI (``CI=true``), where .ci/run installs it and its absence fails.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .conftest import Run
+
+pytest.importorskip("hypofuzz", reason="HypoFuzz is in the [fuzz] and [test] extras")
+redis = pytest.importorskip("redis", reason="redis is in the [fuzz] extra")
+
+ZOO = "sessionstate.fixtures.zoo.lru_mru_eviction:subject"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("redis-server is not installed; .ci/run installs it (apt redis-server)")
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    port = _free_port()
+    server = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    output = server.stdout.read().decode() if server.stdout else ""
+                    pytest.fail(f"redis-server did not start on port {port}: {output[-2000:]}")
+                time.sleep(0.1)
+        client.close()
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _reuse_failures(stdout: str, test: str) -> int | None:
+    block = stdout.split(f"{test}:", 1)
+    if len(block) < 2:
+        return None
+    stats = block[1].split("\n\n  - Stopped because", 1)[0]
+    reuse = re.search(r"during reuse phase.*?(\d+) failing", stats, flags=re.DOTALL)
+    return int(reuse.group(1)) if reuse else None
+
+
+def test_a_failure_fuzzed_into_redis_is_replayed_by_check(run_cli: Run, redis_url: str) -> None:
+    fuzz = run_cli("fuzz", ZOO, "--seconds", "120", "-n", "2", "--database", redis_url,
+                   "--clause", "LRU")  # fmt: skip
+    assert fuzz.returncode == 1, fuzz.stdout[-3000:] + fuzz.stderr[-3000:]
+    assert f"database: {redis_url}" in fuzz.stdout
+    found = re.search(r"sessionstate fuzz: (\S+::\S+) failed after", fuzz.stdout)
+    assert found, fuzz.stdout[-3000:]
+    test = found.group(1)
+    replay = run_cli("check", ZOO, "--database", redis_url, "--clause", "LRU", "--",
+                     "-k", test.split("::")[1], "--hypothesis-show-statistics")  # fmt: skip
+    assert replay.returncode == 1, replay.stdout[-3000:] + replay.stderr[-3000:]
+    assert re.search(r"^LRU-4 +MUST +FAIL", replay.stdout, flags=re.MULTILINE), replay.stdout
+    assert _reuse_failures(replay.stdout, test) == 1, replay.stdout[-4000:]
+    shown = [line for line in fuzz.stdout.splitlines() if line.startswith("sessionstate fuzz:")]
+    stats = replay.stdout.split(f"{test}:", 1)[1].split("\n\n  - Stopped because", 1)[0]
+    rows = [line for line in replay.stdout.splitlines() if line.startswith(("LRU-4 ", "verdict"))]
+    print("", *shown, "check --database: " + test + stats, *rows, sep="\n")
+
+
+def test_check_saves_to_redis_and_the_next_check_replays(run_cli: Run, redis_url: str) -> None:
+    """Without the fuzzer: a check's own failure, saved in Redis, is the next check's first
+    case (the database is Hypothesis' own, whoever wrote it)."""
+    args = ("check", ZOO, "--database", redis_url, "--clause", "LRU", "--",
+            "-k", "test_order_machine", "--hypothesis-show-statistics")  # fmt: skip
+    first = run_cli(*args)
+    assert first.returncode == 1, first.stdout[-3000:] + first.stderr[-3000:]
+    assert _reuse_failures(first.stdout, "test_lru.py::test_order_machine") is None
+    second = run_cli(*args)
+    assert second.returncode == 1, second.stdout[-3000:] + second.stderr[-3000:]
+    assert _reuse_failures(second.stdout, "test_lru.py::test_order_machine") == 1

@@ -1,0 +1,122 @@
+"""``sessionstate fuzz``: HypoFuzz finds a zoo bug, stores it, and ``check --database``
+replays it; against the reference it finds nothing and counts what it ran; misuse is one
+line and exit 2."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import Run
+
+pytest.importorskip("hypofuzz", reason="HypoFuzz is in the [fuzz] and [test] extras")
+
+ZOO = "sessionstate.fixtures.zoo.lru_mru_eviction:subject"
+
+
+def _table_row(stdout: str, clause: str) -> str:
+    rows = [line for line in stdout.splitlines() if line.startswith(f"{clause} ")]
+    assert rows, stdout[-3000:]
+    return rows[0]
+
+
+def _reuse_failures(stdout: str, test: str) -> int | None:
+    """Failing cases of ``test``'s reuse phase in ``--hypothesis-show-statistics`` output
+    (None: the test had no reuse phase, i.e. nothing stored to replay)."""
+    block = stdout.split(f"{test}:", 1)
+    if len(block) < 2:
+        return None
+    stats = block[1].split("\n\n  - Stopped because", 1)[0]
+    reuse = re.search(r"during reuse phase.*?(\d+) failing", stats, flags=re.DOTALL)
+    return int(reuse.group(1)) if reuse else None
+
+
+def test_fuzz_finds_a_zoo_bug_and_check_replays_it(run_cli: Run, tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    fuzz = run_cli("fuzz", ZOO, "--seconds", "120", "-n", "2", "--database", str(db),
+                   "--clause", "LRU")  # fmt: skip
+    assert fuzz.returncode == 1, fuzz.stdout[-3000:] + fuzz.stderr[-3000:]
+    assert "FAIL" in _table_row(fuzz.stdout, "LRU-4")
+    assert f"database: {db}" in fuzz.stdout
+    found = re.search(r"sessionstate fuzz: (\S+::\S+) failed after", fuzz.stdout)
+    assert found, fuzz.stdout[-3000:]
+    test = found.group(1)
+
+    def check(database: Path) -> subprocess.CompletedProcess[str]:
+        return run_cli("check", ZOO, "--database", str(database), "--clause", "LRU", "--",
+                       "-k", test.split("::")[1], "--hypothesis-show-statistics")  # fmt: skip
+
+    replay = check(db)
+    assert replay.returncode == 1, replay.stdout[-3000:] + replay.stderr[-3000:]
+    assert "FAIL" in _table_row(replay.stdout, "LRU-4")
+    # The failing case came out of the database, not out of a new search.
+    assert _reuse_failures(replay.stdout, test) == 1, replay.stdout[-4000:]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    control = check(empty)
+    assert _reuse_failures(control.stdout, test) is None, control.stdout[-4000:]
+
+
+def test_fuzzing_the_reference_finds_nothing_and_counts(run_cli: Run, tmp_path: Path) -> None:
+    """40 s, not less: HypoFuzz's start-up (collecting the suite, torch) takes 5 s on an idle
+    machine and several times that on a loaded CI one, before the first example."""
+    db = tmp_path / "db"
+    result = run_cli("fuzz", "--seconds", "40", "-n", "1", "--database", str(db),
+                     "--clause", "LRU")  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "no failure in" in result.stdout
+    counts = re.search(r"^  LRU +([\d,]+)$", result.stdout, flags=re.MULTILINE)
+    assert counts, result.stdout
+    assert int(counts.group(1).replace(",", "")) > 0
+    assert "fuzzing:" in result.stdout  # progress lines (not a terminal: plain lines)
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def _one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    stderr = result.stderr.strip()
+    assert result.returncode == 2, (result.returncode, result.stdout[-2000:], stderr[-2000:])
+    assert "Traceback" not in stderr + result.stdout
+    assert len(stderr.splitlines()) == 1, stderr
+    return stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["fuzz", "no_such_module:subject", "--seconds", "5"], "no_such_module"),
+        (["fuzz", "--seconds", "0"], "--seconds 0"),
+        (["fuzz", "--seconds", "-3"], "--seconds -3"),
+        (["fuzz", "-n", "0", "--seconds", "5"], "-n 0"),
+        (["fuzz", "--clause", "NOPE", "--seconds", "5"], "NOPE"),
+        (["fuzz", "--database", "ftp://host/db", "--seconds", "5"], "unknown scheme 'ftp'"),
+        (["fuzz", "--database", "redis://127.0.0.1:notaport", "--seconds", "5"], "port"),
+        (["fuzz", "--database", "redis://127.0.0.1:1", "--seconds", "5"], "does not answer"),
+        (["check", "--database", "{tmp}/missing", "--clause", "LRU"], "no such directory"),
+        (["check", "--database", "redis://127.0.0.1:1", "--clause", "LRU"], "does not answer"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else None,
+)
+def test_misuse_is_one_line(run_cli: Run, tmp_path: Path, args: list[str], says: str) -> None:
+    stderr = _one_line_error(run_cli(*(a.replace("{tmp}", str(tmp_path)) for a in args)))
+    assert says in stderr
+    assert not (tmp_path / "missing").exists()  # check never makes a database
+
+
+def test_missing_extra_names_it(tmp_path: Path) -> None:
+    """Without HypoFuzz (a package shadowing it that fails to import, and no entry point
+    of it loaded, as when it is not installed), one line names the extra to install."""
+    fake = tmp_path / "hypofuzz"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('not installed')\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "HYPOTHESIS_NO_PLUGINS": "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "sessionstate", "fuzz", "--seconds", "5"],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
+    )  # fmt: skip
+    stderr = _one_line_error(result)
+    assert "pip install 'sessionstate[fuzz]'" in stderr
