@@ -106,6 +106,12 @@ def limit_mutants(session: Path, limit: int) -> int:
     return len(dropped)
 
 
+def _code(text: str) -> str:
+    """A source line without its inline comment (``  # LRU-3: ...``), stripped: clause tags
+    and comments added to the reference must not unmatch a note."""
+    return text.split("  # ", 1)[0].strip()
+
+
 def _hunk(diff: str) -> list[str]:
     """The lines of a mutant's one hunk, after its ``@@`` header."""
     return diff.split("\n@@", 1)[1].splitlines()[1:]
@@ -115,17 +121,17 @@ def mutated_line(diff: str) -> str:
     """The original source a mutant changed, as notes name it: its removed line(s), stripped;
     for a removed decorator, followed by the ``def`` line it decorated."""
     lines = _hunk(diff)
-    removed = [i for i, text in enumerate(lines) if text.startswith("-") and text[1:].strip()]
-    found = " ".join(lines[i][1:].strip() for i in removed)
+    removed = [i for i, text in enumerate(lines) if text.startswith("-") and _code(text[1:])]
+    found = " ".join(_code(lines[i][1:]) for i in removed)
     if found.startswith("@"):
-        after = (text[1:].strip() for text in lines[removed[-1] + 1 :])
+        after = (_code(text[1:]) for text in lines[removed[-1] + 1 :])
         found += " " + next((t for t in after if t.startswith(("def ", "async def "))), "")
     return found.strip()
 
 
 def mutant_line(diff: str) -> str:
     """What the mutant put in place of ``mutated_line`` (its added lines, stripped)."""
-    return " ".join(t[1:].strip() for t in _hunk(diff) if t.startswith("+") and t[1:].strip())
+    return " ".join(_code(t[1:]) for t in _hunk(diff) if t.startswith("+") and _code(t[1:]))
 
 
 def mutants(session: Path = SESSION) -> list[dict[str, str]]:

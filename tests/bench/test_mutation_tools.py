@@ -47,6 +47,17 @@ def test_a_removed_decorator_is_named_with_its_def() -> None:
     assert mutation.mutant_line(DIFF) == ""
 
 
+def test_inline_comments_do_not_count_in_a_mutated_line() -> None:
+    """A clause tag added to a reference line leaves the line's notes matching it."""
+    diff = (
+        "--- a/reference/base.py\n+++ b/reference/base.py\n@@ -1,1 +1,1 @@\n"
+        "-    recompute_cost: ClassVar[int] = 0  # OBJ-10: an int >= 0\n"
+        "+    recompute_cost: ClassVar[int] = 1  # OBJ-10: an int >= 0\n"
+    )
+    assert mutation.mutated_line(diff) == "recompute_cost: ClassVar[int] = 0"
+    assert mutation.mutant_line(diff) == "recompute_cost: ClassVar[int] = 1"
+
+
 def test_notes_match_by_line_operator_and_replacement() -> None:
     note = {
         "module": "base.py",
