@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -38,3 +39,23 @@ def write_module(tmp_path: Path) -> Callable[[str, str], str]:
         return name
 
     return write
+
+
+def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    """The one-line usage error of a run that must exit 2 without a traceback."""
+    stderr = result.stderr.strip()
+    assert result.returncode == 2, (result.returncode, result.stdout[-2000:], stderr[-2000:])
+    assert "Traceback" not in stderr + result.stdout
+    assert len(stderr.splitlines()) == 1, stderr
+    return stderr
+
+
+def reuse_failures(stdout: str, test: str) -> int | None:
+    """Failing cases of ``test``'s reuse phase in ``--hypothesis-show-statistics`` output
+    (None: the test had no reuse phase, i.e. nothing stored to replay)."""
+    block = stdout.split(f"{test}:", 1)
+    if len(block) < 2:
+        return None
+    stats = block[1].split("\n\n  - Stopped because", 1)[0]
+    reuse = re.search(r"during reuse phase.*?(\d+) failing", stats, flags=re.DOTALL)
+    return int(reuse.group(1)) if reuse else None

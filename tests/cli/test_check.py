@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import one_line_error
+
 ARGUMENT_WINS = """
     from sessionstate.conformance import Subject
     from sessionstate.reference import resolve_session_state_config
@@ -17,14 +19,6 @@ ARGUMENT_WINS = """
 
     subject = Subject(name="argument-wins", config_resolver=resolver)
 """
-
-
-def _one_line_error(result: object) -> str:
-    stderr = result.stderr.strip()  # type: ignore[attr-defined]
-    assert result.returncode == 2, result  # type: ignore[attr-defined]
-    assert "Traceback" not in stderr
-    assert len(stderr.splitlines()) == 1, stderr
-    return stderr
 
 
 class TestVerdicts:
@@ -104,12 +98,12 @@ class TestUsageErrors:
     )
     def test_one_line_and_exit_2(self, run_cli, args: list[str], needle: str) -> None:
         """Each misuse prints one line naming the problem and exits 2, no traceback."""
-        assert needle in _one_line_error(run_cli("check", *args))
+        assert needle in one_line_error(run_cli("check", *args))
 
     def test_malformed_expectations_line(self, run_cli, tmp_path: Path) -> None:
         """A line without a reason names the file and line."""
         (tmp_path / "bad.txt").write_text("ENV-1 xfail\n")
-        assert "bad.txt:1: expected 'CLAUSE-OR-TEST-ID xfail|skip reason'" in _one_line_error(
+        assert "bad.txt:1: expected 'CLAUSE-OR-TEST-ID xfail|skip reason'" in one_line_error(
             run_cli("check", "--expectations", "bad.txt")
         )
 
@@ -122,7 +116,7 @@ class TestUsageErrors:
             subject = lambda: Subject(name="x", capabilities={"threadsafety"})
             """,
         )
-        error = _one_line_error(run_cli("check", f"{module}:subject"))
+        error = one_line_error(run_cli("check", f"{module}:subject"))
         assert "unknown capability 'threadsafety' (did you mean 'threadsafe'?)" in error
 
 
@@ -143,4 +137,4 @@ class TestSpecCommands:
 
     def test_explain_unknown_clause(self, run_cli) -> None:
         """An unknown id is a one-line usage error with a suggestion."""
-        assert "did you mean 'ENV-5'?" in _one_line_error(run_cli("explain", "ENV-55"))
+        assert "did you mean 'ENV-5'?" in one_line_error(run_cli("explain", "ENV-55"))

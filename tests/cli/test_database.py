@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Run
+from .conftest import Run, reuse_failures
 
 pytest.importorskip("hypofuzz", reason="HypoFuzz is in the [fuzz] and [test] extras")
 redis = pytest.importorskip("redis", reason="redis is in the [fuzz] extra")
@@ -69,15 +69,6 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
             server.wait()
 
 
-def _reuse_failures(stdout: str, test: str) -> int | None:
-    block = stdout.split(f"{test}:", 1)
-    if len(block) < 2:
-        return None
-    stats = block[1].split("\n\n  - Stopped because", 1)[0]
-    reuse = re.search(r"during reuse phase.*?(\d+) failing", stats, flags=re.DOTALL)
-    return int(reuse.group(1)) if reuse else None
-
-
 def test_a_failure_fuzzed_into_redis_is_replayed_by_check(run_cli: Run, redis_url: str) -> None:
     fuzz = run_cli("fuzz", ZOO, "--seconds", "120", "-n", "2", "--database", redis_url,
                    "--clause", "LRU")  # fmt: skip
@@ -90,7 +81,7 @@ def test_a_failure_fuzzed_into_redis_is_replayed_by_check(run_cli: Run, redis_ur
                      "-k", test.split("::")[1], "--hypothesis-show-statistics")  # fmt: skip
     assert replay.returncode == 1, replay.stdout[-3000:] + replay.stderr[-3000:]
     assert re.search(r"^LRU-4 +MUST +FAIL", replay.stdout, flags=re.MULTILINE), replay.stdout
-    assert _reuse_failures(replay.stdout, test) == 1, replay.stdout[-4000:]
+    assert reuse_failures(replay.stdout, test) == 1, replay.stdout[-4000:]
     shown = [line for line in fuzz.stdout.splitlines() if line.startswith("sessionstate fuzz:")]
     stats = replay.stdout.split(f"{test}:", 1)[1].split("\n\n  - Stopped because", 1)[0]
     rows = [line for line in replay.stdout.splitlines() if line.startswith(("LRU-4 ", "verdict"))]
@@ -104,7 +95,7 @@ def test_check_saves_to_redis_and_the_next_check_replays(run_cli: Run, redis_url
             "-k", "test_order_machine", "--hypothesis-show-statistics")  # fmt: skip
     first = run_cli(*args)
     assert first.returncode == 1, first.stdout[-3000:] + first.stderr[-3000:]
-    assert _reuse_failures(first.stdout, "test_lru.py::test_order_machine") is None
+    assert reuse_failures(first.stdout, "test_lru.py::test_order_machine") is None
     second = run_cli(*args)
     assert second.returncode == 1, second.stdout[-3000:] + second.stderr[-3000:]
-    assert _reuse_failures(second.stdout, "test_lru.py::test_order_machine") == 1
+    assert reuse_failures(second.stdout, "test_lru.py::test_order_machine") == 1

@@ -9,15 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import one_line_error
+
 SENTINEL = '{"verdict": "conformant", "note": "an earlier, complete report"}\n'
-
-
-def _one_line_error(result: subprocess.CompletedProcess[str]) -> str:
-    stderr = result.stderr.strip()
-    assert result.returncode == 2, (result.returncode, result.stdout[-2000:], stderr[-2000:])
-    assert "Traceback" not in stderr + result.stdout
-    assert len(stderr.splitlines()) == 1, stderr
-    return stderr
 
 
 def _ran_no_test(result: subprocess.CompletedProcess[str]) -> None:
@@ -68,18 +62,18 @@ class TestTargets:
     def test_syntax_error_in_the_subject_module(self, run_cli, write_module) -> None:
         """A module that does not compile is a usage error naming the file and line."""
         module = write_module("broken", "import os\ndef f(:\n    pass\n")
-        error = _one_line_error(run_cli("check", f"{module}:subject"))
+        error = one_line_error(run_cli("check", f"{module}:subject"))
         assert "SyntaxError" in error and "broken.py" in error and "line 2" in error
 
     def test_module_that_raises_on_import(self, run_cli, write_module) -> None:
         module = write_module("explodes", "raise KeyError('no config')\n")
-        error = _one_line_error(run_cli("check", f"{module}:subject"))
+        error = one_line_error(run_cli("check", f"{module}:subject"))
         assert "cannot import module 'explodes'" in error and "KeyError" in error
 
     def test_target_callable_that_raises(self, run_cli, write_module) -> None:
         """A subject callable that raises names the exception and where it was raised."""
         module = write_module("raises", "def subject():\n    raise RuntimeError('boom')\n")
-        error = _one_line_error(run_cli("check", f"{module}:subject"))
+        error = one_line_error(run_cli("check", f"{module}:subject"))
         assert "raises:subject" in error and "RuntimeError: boom" in error
         assert "raises.py:2" in error
 
@@ -107,7 +101,7 @@ class TestSubjectValidation:
         """A subject whose hooks cannot work is one line and exit 2, not a failure per test."""
         module = write_module("subjects", SUBJECT_MODULE)
         result = run_cli("check", f"{module}:{attr}", "--clause", "KEY", "--clause", "RESET")
-        error = _one_line_error(result)
+        error = one_line_error(result)
         _ran_no_test(result)
         for needle in needles:
             assert needle in error, error
@@ -127,7 +121,7 @@ class TestSubjectValidation:
             subject = Subject(name="hangs", manager_factory=factory)
             """,
         )
-        error = _one_line_error(run_cli("check", f"{module}:subject"))
+        error = one_line_error(run_cli("check", f"{module}:subject"))
         assert "did not return within 1.0 s" in error
 
 
@@ -143,7 +137,7 @@ class TestReportPaths:
         if option != "--report-json":
             args += ["--report-json", "r.json"]
         result = run_cli(*args)
-        error = _one_line_error(result)
+        error = one_line_error(result)
         _ran_no_test(result)
         assert "blocker/out.file" in error and option in error
         assert (tmp_path / "r.json").read_text() == SENTINEL
@@ -151,15 +145,15 @@ class TestReportPaths:
 
     def test_path_that_is_a_directory(self, run_cli, tmp_path: Path) -> None:
         (tmp_path / "out").mkdir()
-        error = _one_line_error(run_cli("check", "--markdown", "out"))
+        error = one_line_error(run_cli("check", "--markdown", "out"))
         assert "--markdown 'out' is a directory" in error
 
     def test_two_reports_on_one_path(self, run_cli, tmp_path: Path) -> None:
         """One report must not overwrite another, nor the expectations file."""
         (tmp_path / "expect.txt").write_text("ENV-1 xfail reason\n")
-        error = _one_line_error(run_cli("check", "--report-json", "x.out", "--markdown", "x.out"))
+        error = one_line_error(run_cli("check", "--report-json", "x.out", "--markdown", "x.out"))
         assert "--report-json and --markdown both name 'x.out'" in error
-        error = _one_line_error(
+        error = one_line_error(
             run_cli("check", "--expectations", "expect.txt", "--markdown", "expect.txt")
         )
         assert "--markdown 'expect.txt' is the --expectations file" in error
@@ -185,12 +179,12 @@ class TestOptions:
         shadow.mkdir()
         (shadow / "__init__.py").write_text("raise ImportError('No module named xdist')\n")
         result = run_cli("check", "-n", "2", "--clause", "ENV")
-        error = _one_line_error(result)
+        error = one_line_error(result)
         _ran_no_test(result)
         assert "-n 2 needs pytest-xdist" in error and "pip install pytest-xdist" in error
 
     def test_workers_not_a_number(self, run_cli) -> None:
-        error = _one_line_error(run_cli("check", "-n", "two"))
+        error = one_line_error(run_cli("check", "-n", "two"))
         assert "-n: 'two' is not a number of processes" in error
 
     def test_internal_profile_is_not_offered(self, run_cli) -> None:
@@ -198,7 +192,7 @@ class TestOptions:
         helped = run_cli("check", "--help")
         assert helped.returncode == 0
         assert "mutation" not in helped.stdout
-        error = _one_line_error(run_cli("check", "--profile", "fast"))
+        error = one_line_error(run_cli("check", "--profile", "fast"))
         assert "quick, ci, deep, triage" in error and "mutation" not in error
 
     def test_bare_command_prints_usage_and_exits_2(self, run_cli) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Run
+from .conftest import Run, one_line_error, reuse_failures
 
 pytest.importorskip("hypofuzz", reason="HypoFuzz is in the [fuzz] and [test] extras")
 
@@ -23,17 +23,6 @@ def _table_row(stdout: str, clause: str) -> str:
     rows = [line for line in stdout.splitlines() if line.startswith(f"{clause} ")]
     assert rows, stdout[-3000:]
     return rows[0]
-
-
-def _reuse_failures(stdout: str, test: str) -> int | None:
-    """Failing cases of ``test``'s reuse phase in ``--hypothesis-show-statistics`` output
-    (None: the test had no reuse phase, i.e. nothing stored to replay)."""
-    block = stdout.split(f"{test}:", 1)
-    if len(block) < 2:
-        return None
-    stats = block[1].split("\n\n  - Stopped because", 1)[0]
-    reuse = re.search(r"during reuse phase.*?(\d+) failing", stats, flags=re.DOTALL)
-    return int(reuse.group(1)) if reuse else None
 
 
 def test_fuzz_finds_a_zoo_bug_and_check_replays_it(run_cli: Run, tmp_path: Path) -> None:
@@ -55,11 +44,11 @@ def test_fuzz_finds_a_zoo_bug_and_check_replays_it(run_cli: Run, tmp_path: Path)
     assert replay.returncode == 1, replay.stdout[-3000:] + replay.stderr[-3000:]
     assert "FAIL" in _table_row(replay.stdout, "LRU-4")
     # The failing case came out of the database, not out of a new search.
-    assert _reuse_failures(replay.stdout, test) == 1, replay.stdout[-4000:]
+    assert reuse_failures(replay.stdout, test) == 1, replay.stdout[-4000:]
     empty = tmp_path / "empty"
     empty.mkdir()
     control = check(empty)
-    assert _reuse_failures(control.stdout, test) is None, control.stdout[-4000:]
+    assert reuse_failures(control.stdout, test) is None, control.stdout[-4000:]
 
 
 def test_fuzzing_the_reference_finds_nothing_and_counts(run_cli: Run, tmp_path: Path) -> None:
@@ -75,14 +64,6 @@ def test_fuzzing_the_reference_finds_nothing_and_counts(run_cli: Run, tmp_path: 
     assert int(counts.group(1).replace(",", "")) > 0
     assert "fuzzing:" in result.stdout  # progress lines (not a terminal: plain lines)
     assert "Traceback" not in result.stdout + result.stderr
-
-
-def _one_line_error(result: subprocess.CompletedProcess[str]) -> str:
-    stderr = result.stderr.strip()
-    assert result.returncode == 2, (result.returncode, result.stdout[-2000:], stderr[-2000:])
-    assert "Traceback" not in stderr + result.stdout
-    assert len(stderr.splitlines()) == 1, stderr
-    return stderr
 
 
 @pytest.mark.parametrize(
@@ -102,7 +83,7 @@ def _one_line_error(result: subprocess.CompletedProcess[str]) -> str:
     ids=lambda v: " ".join(v) if isinstance(v, list) else None,
 )
 def test_misuse_is_one_line(run_cli: Run, tmp_path: Path, args: list[str], says: str) -> None:
-    stderr = _one_line_error(run_cli(*(a.replace("{tmp}", str(tmp_path)) for a in args)))
+    stderr = one_line_error(run_cli(*(a.replace("{tmp}", str(tmp_path)) for a in args)))
     assert says in stderr
     assert not (tmp_path / "missing").exists()  # check never makes a database
 
@@ -118,5 +99,5 @@ def test_missing_extra_names_it(tmp_path: Path) -> None:
         [sys.executable, "-m", "sessionstate", "fuzz", "--seconds", "5"],
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
     )  # fmt: skip
-    stderr = _one_line_error(result)
+    stderr = one_line_error(result)
     assert "pip install 'sessionstate[fuzz]'" in stderr
