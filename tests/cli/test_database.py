@@ -70,7 +70,7 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
 
 
 def test_a_failure_fuzzed_into_redis_is_replayed_by_check(run_cli: Run, redis_url: str) -> None:
-    fuzz = run_cli("fuzz", ZOO, "--seconds", "120", "-n", "2", "--database", redis_url,
+    fuzz = run_cli("fuzz", ZOO, "--seconds", "120", "-n", "1", "--database", redis_url,
                    "--clause", "LRU")  # fmt: skip
     assert fuzz.returncode == 1, fuzz.stdout[-3000:] + fuzz.stderr[-3000:]
     assert f"database: {redis_url}" in fuzz.stdout
