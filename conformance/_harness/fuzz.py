@@ -98,19 +98,13 @@ def fuzz_arguments(options: FuzzOptions, database: str) -> list[str]:
     own = ["fuzz", "-n", str(options.workers)]
     own += ["--dashboard", "--port", str(options.port)] if options.dashboard else ["--no-dashboard"]
     from sessionstate.conformance._harness.database import suite_rootdir
+    from sessionstate.conformance._harness.runner import suite_arguments
 
     pytest_args = [
-        "--pyargs", "sessionstate.conformance.suite",
+        *suite_arguments(options.target, "fuzz", options.clauses),
         "--rootdir", suite_rootdir(),
-        "-p", "sessionstate.conformance.plugin",
-        "-p", "no:cacheprovider",
-        "-W", "ignore::pytest.PytestAssertRewriteWarning",
-        "--sessionstate-subject", options.target,
-        "--sessionstate-profile", "fuzz",
         "--sessionstate-database", database,
     ]  # fmt: skip
-    for cid in options.clauses:
-        pytest_args += ["--sessionstate-clause", cid]
     return [*own, "--", *pytest_args, *options.pytest_args]
 
 

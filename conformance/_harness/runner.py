@@ -20,7 +20,7 @@ import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -330,22 +330,31 @@ def _check_specs(subject: Any) -> None:
     typed_specs(subject, "adapters", AdapterSpec)
 
 
-def pytest_arguments(options: CheckOptions, json_path: str) -> list[str]:
+def suite_arguments(target: str, profile: str, clauses: Sequence[str]) -> list[str]:
+    """The pytest arguments of every run of the suite (``check``'s and ``fuzz``'s): the
+    suite, our plugin, no cache, the subject, the profile and the clause selection."""
     args = [
         "--pyargs", "sessionstate.conformance.suite",
         "-p", "sessionstate.conformance.plugin",
         "-p", "no:cacheprovider",
-        "-q", "--tb=short",
         # The subject's module may import hypothesis before pytest starts.
         "-W", "ignore::pytest.PytestAssertRewriteWarning",
-        "--sessionstate-subject", options.target,
-        "--sessionstate-profile", options.profile,
+        "--sessionstate-subject", target,
+        "--sessionstate-profile", profile,
+    ]  # fmt: skip
+    for cid in clauses:
+        args += ["--sessionstate-clause", cid]
+    return args
+
+
+def pytest_arguments(options: CheckOptions, json_path: str) -> list[str]:
+    args = [
+        *suite_arguments(options.target, options.profile, options.clauses),
+        "-q", "--tb=short",
         "--sessionstate-report-json", json_path,
         # The clause table is printed below, after pytest's own summary.
         "--sessionstate-no-summary",
     ]  # fmt: skip
-    for cid in options.clauses:
-        args += ["--sessionstate-clause", cid]
     if options.expectations:
         args += ["--sessionstate-expectations", options.expectations]
     if options.strict:
