@@ -7,7 +7,7 @@ import importlib
 import inspect
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +72,10 @@ class Subject:
         return f"Subject({self.name!r})"
 
     def __post_init__(self) -> None:
+        """Every field is checked here, where the subject is made: a wrong type is one
+        ``UsageError`` naming the field, what it holds and what it needs, not a
+        ``TypeError`` deep in a test (nor a clause failure)."""
+        _check_fields(self)
         object.__setattr__(self, "capabilities", frozenset(self.capabilities))
         unknown = sorted(self.capabilities - CAPABILITIES)
         if unknown:
@@ -110,6 +114,48 @@ class Subject:
         buffer = SuiteBuffer(self.accounting)
         buffer.allocate()
         return buffer
+
+
+#: The hooks: each None or a callable.
+_HOOKS = ("manager_factory", "config_resolver", "accounting", "buffer_factory")
+
+
+def _check_fields(subject: Subject) -> None:
+    """``UsageError`` for the first field of ``subject`` whose type is wrong."""
+    name = subject.name
+    if not isinstance(name, str) or not name.strip():
+        raise UsageError(f"Subject name={_shown(name)}: needs a non-empty str")
+    for hook in _HOOKS:
+        value = getattr(subject, hook)
+        if value is not None and not callable(value):
+            raise UsageError(f"subject {name!r}: {hook}={_shown(value)}: needs a callable or None")
+    _check_names(name, "capabilities", subject.capabilities, "an iterable of str")
+    if subject.devices is not None:
+        _check_names(name, "devices", subject.devices, "None or a sequence of device names")
+    for field_name in ("state_objects", "adapters"):
+        value = getattr(subject, field_name)
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+            raise UsageError(
+                f"subject {name!r}: {field_name}={_shown(value)}: needs a sequence (a tuple "
+                "or list) of specs"
+            )
+
+
+def _check_names(subject: str, field_name: str, value: object, needs: str) -> None:
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise UsageError(f"subject {subject!r}: {field_name}={_shown(value)}: needs {needs}")
+    for entry in value:
+        if not isinstance(entry, str) or not entry.strip():
+            raise UsageError(
+                f"subject {subject!r}: {field_name} holds {_shown(entry)}: needs {needs}"
+            )
+
+
+def _shown(value: object) -> str:
+    """``value`` for a one-line error: bounded (``text.short_repr``), with its type."""
+    from sessionstate.conformance._report.text import short_repr
+
+    return f"{short_repr(value, 80)} (a {type(value).__name__})"
 
 
 def _did_you_mean(word: str, choices: Sequence[str] | frozenset[str]) -> str:

@@ -12,7 +12,8 @@ print a fake green ``verdict: CONFORMANT`` line, a newline could add table rows,
 * ``markdown_cell``: ``terminal_text``, then Markdown's and HTML's specials escaped so
   that the text renders as itself, on one line, inside a table cell (``|`` never
   splits the cell).
-* ``html_text``: ``terminal_text``, then ``html.escape`` (quotes included).
+* ``html_text``: ``terminal_text``'s escapes but for newlines and tabs, then
+  ``html.escape`` (quotes included).
 * JUnit XML is escaped by ElementTree; ``junit._clean`` drops what XML cannot hold.
 
 ``short_repr`` bounds how much of a subject's value a message quotes: a ``stats()`` of a
@@ -33,6 +34,9 @@ __all__ = ["REPR_LIMIT", "html_text", "markdown_cell", "short_repr", "terminal_t
 #: separators, the Arabic letter mark, LRM/RLM, and the bidi embeddings, overrides and
 #: isolates (U+202A..U+202E, U+2066..U+2069) that reorder what a terminal shows.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_IN_HTML = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 #: Markdown's specials escaped with a backslash (every ASCII punctuation may be).
 _MARKDOWN = re.compile(r"([\\`*_\[\]|#~!])")
@@ -62,8 +66,10 @@ def markdown_cell(value: object) -> str:
 
 
 def html_text(value: object) -> str:
-    """``value`` as HTML text or attribute value: ``terminal_text``, then escaped."""
-    return html.escape(terminal_text(value), quote=True)
+    """``value`` as HTML text or attribute value: ``terminal_text``'s escapes but for
+    newlines and tabs (a note's lines are kept, in a ``pre-wrap`` block, and break no
+    structure there), then ``html.escape``, quotes included."""
+    return html.escape(_UNSAFE_IN_HTML.sub(_escape, str(value)), quote=True)
 
 
 class _ShortRepr(reprlib.Repr):
