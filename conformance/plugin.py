@@ -391,10 +391,12 @@ def _clause_table(terminalreporter: Any, config: pytest.Config) -> None:
     if config.getoption("--sessionstate-no-summary") or not _suite_requested(config):
         return
     from sessionstate.conformance._report.terminal import styled_table
+    from sessionstate.conformance._report.text import terminal_text
 
     verdict = {"conformant": "green", "non-conformant": "red"}.get(results["verdict"], "yellow")
     colours = {"failed": "red", "error": "red", "unchecked": "yellow", "warning": "yellow"}
-    terminalreporter.write_sep("=", f"sessionstate: {results['subject']} is {results['verdict']}")
+    subject = terminal_text(results["subject"])
+    terminalreporter.write_sep("=", f"sessionstate: {subject} is {results['verdict']}")
     for line, kind in styled_table(results):
         if kind == "verdict":
             terminalreporter.write_line(line, **{verdict: True, "bold": True})

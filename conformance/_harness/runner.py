@@ -4,13 +4,15 @@ Exit status: 0 every MUST clause passed (SHOULD failures are warnings unless
 ``strict``); 1 a clause failed; 2 the suite was misused (bad target, capability,
 expectations file, clause id, profile); 3 no clause failed, but a MUST clause
 was not checked to the end (its tests stopped at an expected or SHOULD failure, or the
-run stopped before they ran); 130 the run was interrupted (Ctrl-C): the reports it
-writes say ``"interrupted": true`` and ``"verdict": "incomplete"``.
+run stopped before they ran); 4 a report could not be written (a full disk, a closed
+pipe: one line naming it, after the verdict table); 130 the run was interrupted
+(Ctrl-C): the reports it writes say ``"interrupted": true`` and ``"verdict": "incomplete"``.
 
 Everything that can be found wrong with the request is found before the first test:
 the target imports and its hooks answer (one call each, under the call deadline),
-every report path can be written, ``-n`` has pytest-xdist to run on. Reports are
-written whole or not at all (``atomic.write_text_atomic``).
+every report path can be written, ``-n`` is at most ``max_workers()`` and has
+pytest-xdist to run on. Reports are written whole or not at all, or streamed into a
+device, FIFO or descriptor (``atomic.write_text_atomic``).
 """
 
 from __future__ import annotations
@@ -516,6 +518,7 @@ def _write_reports(options: CheckOptions, results: dict[str, Any], text: str) ->
 
 def _print_summary(options: CheckOptions, results: dict[str, Any]) -> None:
     from sessionstate.conformance._report.terminal import summary_lines
+    from sessionstate.conformance._report.text import terminal_text
 
     print("\n".join(summary_lines(results)))
     failed = [t for t in results["tests"] if t["outcome"] == "failed"]
@@ -524,7 +527,7 @@ def _print_summary(options: CheckOptions, results: dict[str, Any]) -> None:
     if failed and not options.reproduce:
         print("reproduce a failure (runs that test alone, replaying its failing case):")
         for record in failed[:_REPRODUCE_LINES]:
-            print(f"  {reproduce_command(options, record)}")
+            print(f"  {terminal_text(reproduce_command(options, record))}")
         if len(failed) > _REPRODUCE_LINES:
             print(f"  ... and {len(failed) - _REPRODUCE_LINES} more: see the JSON report's tests")
 
