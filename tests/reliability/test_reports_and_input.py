@@ -372,10 +372,7 @@ def test_case(
         case.setup(tmp_path, monkeypatch)
     argv = [arg.replace("{tmp}", str(tmp_path)) for arg in case.argv]
     started = time.monotonic()
-    if case.subprocess:
-        result = _in_subprocess(argv, tmp_path)
-    else:
-        result = _in_process(argv, capsys)
+    result = _in_subprocess(argv, tmp_path) if case.subprocess else _in_process(argv, capsys)
     assert time.monotonic() - started < BOUND_S
     _the_line(result, case, tmp_path)
     for name, data in case.files:
