@@ -13,7 +13,15 @@ from typing import Any
 
 from sessionstate.conformance._harness.applicability import NOT_APPLICABLE
 
-__all__ = ["CAPABILITIES", "DEFAULT_TARGET", "Subject", "UsageError", "load_subject", "typed_specs"]
+__all__ = [
+    "CAPABILITIES",
+    "DEFAULT_TARGET",
+    "Subject",
+    "UsageError",
+    "check_fields",
+    "load_subject",
+    "typed_specs",
+]
 
 #: What ``sessionstate check`` and the plugin test when no target is named: the reference.
 DEFAULT_TARGET = "sessionstate.fixtures.reference_subject:subject"
@@ -72,10 +80,10 @@ class Subject:
         return f"Subject({self.name!r})"
 
     def __post_init__(self) -> None:
-        """Every field is checked here, where the subject is made: a wrong type is one
-        ``UsageError`` naming the field, what it holds and what it needs, not a
-        ``TypeError`` deep in a test (nor a clause failure)."""
-        _check_fields(self)
+        """``capabilities`` is checked (an iterable of known names) and frozen here; the
+        other fields are checked by ``check_fields`` when the subject is loaded, so that
+        a module holding one broken subject still serves its others."""
+        _check_names(self.name, "capabilities", self.capabilities, "an iterable of str")
         object.__setattr__(self, "capabilities", frozenset(self.capabilities))
         unknown = sorted(self.capabilities - CAPABILITIES)
         if unknown:
@@ -120,16 +128,22 @@ class Subject:
 _HOOKS = ("manager_factory", "config_resolver", "accounting", "buffer_factory")
 
 
-def _check_fields(subject: Subject) -> None:
-    """``UsageError`` for the first field of ``subject`` whose type is wrong."""
+def check_fields(subject: Subject) -> None:
+    """``UsageError`` for the first field of ``subject`` whose type is wrong: one line
+    naming the field, what it holds and what it needs, not a ``TypeError`` deep in a test
+    (nor a clause failure). ``load_subject`` calls it on every subject it loads."""
+    from sessionstate.conformance._report.text import short_repr
+
     name = subject.name
     if not isinstance(name, str) or not name.strip():
         raise UsageError(f"Subject name={_shown(name)}: needs a non-empty str")
     for hook in _HOOKS:
         value = getattr(subject, hook)
         if value is not None and not callable(value):
-            raise UsageError(f"subject {name!r}: {hook}={_shown(value)}: needs a callable or None")
-    _check_names(name, "capabilities", subject.capabilities, "an iterable of str")
+            raise UsageError(
+                f"subject {name!r}: {hook} is a {type(value).__name__}, not callable "
+                f"({short_repr(value, 80)}): it needs a callable or None"
+            )
     if subject.devices is not None:
         _check_names(name, "devices", subject.devices, "None or a sequence of device names")
     for field_name in ("state_objects", "adapters"):
@@ -141,7 +155,7 @@ def _check_fields(subject: Subject) -> None:
             )
 
 
-def _check_names(subject: str, field_name: str, value: object, needs: str) -> None:
+def _check_names(subject: object, field_name: str, value: object, needs: str) -> None:
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise UsageError(f"subject {subject!r}: {field_name}={_shown(value)}: needs {needs}")
     for entry in value:
@@ -194,7 +208,9 @@ def load_subject(target: str) -> Subject:
         raise UsageError(
             f"module {module_name!r} has no attribute {attr!r}{_did_you_mean(attr, names)}"
         ) from None
-    return _as_subject(obj, attr, target)
+    subject = _as_subject(obj, attr, target)
+    check_fields(subject)
+    return subject
 
 
 def _put_cwd_on_path() -> None:

@@ -212,7 +212,7 @@ CASES = [
     Case("subject-name-int", ("check", "bad_subject:subject"), 2,
          "Subject name=5 (a int): needs a non-empty str", _subject("name=5")),
     Case("subject-hook-int", ("check", "bad_subject:subject"), 2,
-         "subject 's': accounting=5 (a int): needs a callable or None", _subject("name='s', accounting=5")),
+         "subject 's': accounting is a int, not callable (5): it needs a callable or None", _subject("name='s', accounting=5")),
     Case("subject-capabilities-str", ("check", "bad_subject:subject"), 2,
          "capabilities='threadsafe' (a str): needs an iterable of str",
          _subject("name='s', capabilities='threadsafe'")),
