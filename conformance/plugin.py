@@ -845,11 +845,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def _write_junit(path: str, payload: dict[str, Any]) -> None:
-    """The per-clause JUnit XML (``junit.to_junit_xml``) of ``--sessionstate-junitxml``."""
-    from sessionstate.conformance._harness.atomic import write_text_atomic
+    """The per-clause JUnit XML (``junit.to_junit_xml``) of ``--sessionstate-junitxml``,
+    through ``atomic.write_text_atomic`` (a file replaced whole, a device or FIFO written
+    in place). A write that fails (a full disk) is one line on stderr, not a traceback
+    that would cut off the clause table. (``sessionstate check`` writes its
+    ``--junitxml`` itself, after the table, and exits 4 then.)"""
+    import sys
+
+    from sessionstate.conformance._harness.atomic import write_error, write_text_atomic
     from sessionstate.conformance._report.junit import to_junit_xml
 
-    write_text_atomic(path, to_junit_xml(payload))
+    try:
+        write_text_atomic(path, to_junit_xml(payload))
+    except OSError as error:
+        print(
+            f"sessionstate: error: --sessionstate-junitxml {path!r} could not be written: "
+            f"{write_error(error)}",
+            file=sys.stderr,
+        )
 
 
 def _json_facts(config: pytest.Config) -> dict[str, Any]:

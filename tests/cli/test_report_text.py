@@ -279,3 +279,16 @@ def test_workers_within_the_bound(workers: str) -> None:
 def test_workers_above_the_bound() -> None:
     with pytest.raises(UsageError, match=rf"-n {max_workers() + 1}: at most {max_workers()}"):
         _check_workers(CheckOptions(workers=str(max_workers() + 1)))
+
+
+def test_plain_pytest_junit_on_a_full_disk_is_one_line(
+    capsys: pytest.CaptureFixture[str], no_replace: None
+) -> None:
+    from sessionstate.conformance.plugin import _write_junit
+
+    _write_junit("/dev/full", results())
+    err = capsys.readouterr().err
+    assert err == (
+        "sessionstate: error: --sessionstate-junitxml '/dev/full' could not be written: "
+        "No space left on device\n"
+    )
