@@ -146,9 +146,9 @@ def parse_expectations(path: str | Path) -> Expectations:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
+        at = data.count(b"\n", 0, error.start) + 1
         raise UsageError(
-            f"{path}:{line}: not UTF-8 text (byte 0x{data[error.start]:02x}); save the "
+            f"{path}:{at}: not UTF-8 text (byte 0x{data[error.start]:02x}); save the "
             "expectations file as UTF-8"
         ) from None
     known = all_clauses()

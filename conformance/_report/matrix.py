@@ -157,10 +157,10 @@ def check_results(data: object) -> str:
     types the matrix and the page read, checked before either starts."""
     if not isinstance(data, dict):
         return f"a JSON {_json_type(data)}, not an object"
-    for key, kinds in (("subject", (str,)), ("clauses", (dict,))):
+    for key, kind in (("subject", str), ("clauses", dict)):
         if key not in data:
             return f"no {key!r} key"
-        if not isinstance(data[key], kinds):
+        if not isinstance(data[key], kind):
             return f"{key!r} is a JSON {_json_type(data[key])}"
     optional: tuple[tuple[str, type | tuple[type, ...]], ...] = (
         ("tests", list), ("environment", dict), ("capabilities", list),

@@ -252,7 +252,7 @@ def _report(paths: list[str], markdown_path: str | None, html_path: str | None) 
     except (KeyError, TypeError, ValueError, AttributeError) as error:  # a shape not checked
         problem = f"{type(error).__name__}: {error}".splitlines()[0]
         return _usage_error(
-            "report", f"the results files are not in this version's format ({problem})"
+            "report", UsageError(f"the results files are not in this version's format ({problem})")
         )
     print(table, end="")
     for option, path in outputs:
