@@ -18,6 +18,8 @@ __all__ = ["clip", "markdown", "ordered", "styled_table", "summary_lines", "tabl
 
 #: How much of a clause's note a table row shows (the whole note is in the JSON).
 NOTE_WIDTH = 90
+#: At most this many unmatched expectations are named under the table (all are in the JSON).
+UNMATCHED_LINES = 20
 
 _MARK = {
     "passed": "PASS",
@@ -130,9 +132,14 @@ def styled_table(results: dict[str, Any]) -> list[tuple[str, str]]:
         failed = ", ".join(terminal_text(cid) for cid in should)
         warning = f"warning: SHOULD clauses failed: {failed} (--strict fails on them)"
         lines.append((warning, "warning"))
-    for entry in results["unmatched_expectations"]:
+    unmatched = results["unmatched_expectations"]
+    for entry in unmatched[:UNMATCHED_LINES]:
         entry = _one_line(entry, NOTE_WIDTH)
         lines.append((f"warning: expectation {entry} matched no test or clause", "warning"))
+    if len(unmatched) > UNMATCHED_LINES:
+        more = len(unmatched) - UNMATCHED_LINES
+        lines.append((f"warning: ... and {more:,} more expectations matched no test or clause "
+                      "(all are in the JSON report's unmatched_expectations)", "warning"))  # fmt: skip
     interrupted = " after an interruption" if results.get("interrupted") else ""
     verdict = (
         f"verdict: {_verdict_word(results)} ({_counts(results)}) "

@@ -292,3 +292,13 @@ def test_plain_pytest_junit_on_a_full_disk_is_one_line(
         "sessionstate: error: --sessionstate-junitxml '/dev/full' could not be written: "
         "No space left on device\n"
     )
+
+
+def test_unmatched_expectations_under_the_table_are_bounded() -> None:
+    many = results()
+    many["unmatched_expectations"] = [f"test_x{i} (line {i})" for i in range(200_000)]
+    lines = terminal.table_lines(many)
+    warnings = [line for line in lines if line.startswith("warning: expectation")]
+    assert len(warnings) == terminal.UNMATCHED_LINES
+    assert f"... and {200_000 - terminal.UNMATCHED_LINES:,} more expectations" in lines[-2]
+    assert lines[-1].startswith("verdict: ")
