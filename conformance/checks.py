@@ -1,5 +1,8 @@
 """The one failure template every clause check uses.
 
+A value the subject returned is quoted by ``short_repr``: whole when small, else its
+first entries and how many more (a ``stats()`` of a million keys is not printed whole).
+
 ``stats()["nbytes:cpu"]=320, but should be 256 [ACCT-2: after put('frames', ...)]``
 """
 
@@ -11,6 +14,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, NoReturn
 
 from sessionstate.conformance._harness.applicability import NOT_CHECKED
+from sessionstate.conformance._report.text import short_repr
 from sessionstate.conformance.clauses import clause as lookup_clause
 
 if TYPE_CHECKING:
@@ -51,7 +55,11 @@ def check_equal(observed: object, expected: object, clause: str, what: str, when
     __tracebackhide__ = True
     if observed != expected:
         where = f": {when}" if when else ""
-        _fail(clause, f"{what}={observed!r}, but should be {expected!r} [{clause}{where}]")
+        _fail(
+            clause,
+            f"{what}={short_repr(observed)}, but should be {short_repr(expected)} "
+            f"[{clause}{where}]",
+        )
 
 
 def nonzero(by_device: Mapping[str, int]) -> dict[str, int]:
@@ -73,7 +81,11 @@ def check_bytes(
     if nonzero(observed) != nonzero(expected):
         where = f": {when}" if when else ""
         shown = dict(observed) if isinstance(observed, Mapping) else observed
-        _fail(clause, f"{what}={shown!r}, but should be {nonzero(expected)!r} [{clause}{where}]")
+        _fail(
+            clause,
+            f"{what}={short_repr(shown)}, but should be {short_repr(nonzero(expected))} "
+            f"[{clause}{where}]",
+        )
 
 
 def clauses_of(error: BaseException) -> Iterable[str]:
@@ -99,7 +111,7 @@ def calling(clause: str, call: str) -> Iterator[None]:
         raise
     except Exception as error:
         try:
-            _fail(clause, f"{call} raised {error!r} [{clause}]")
+            _fail(clause, f"{call} raised {short_repr(error)} [{clause}]")
         except ClauseFailure as failure:
             raise failure from error
 

@@ -391,10 +391,12 @@ def _clause_table(terminalreporter: Any, config: pytest.Config) -> None:
     if config.getoption("--sessionstate-no-summary") or not _suite_requested(config):
         return
     from sessionstate.conformance._report.terminal import styled_table
+    from sessionstate.conformance._report.text import terminal_text
 
     verdict = {"conformant": "green", "non-conformant": "red"}.get(results["verdict"], "yellow")
     colours = {"failed": "red", "error": "red", "unchecked": "yellow", "warning": "yellow"}
-    terminalreporter.write_sep("=", f"sessionstate: {results['subject']} is {results['verdict']}")
+    subject = terminal_text(results["subject"])
+    terminalreporter.write_sep("=", f"sessionstate: {subject} is {results['verdict']}")
     for line, kind in styled_table(results):
         if kind == "verdict":
             terminalreporter.write_line(line, **{verdict: True, "bold": True})
@@ -600,12 +602,15 @@ def _apply_hooks(item: pytest.Item, ids: list[str], subject: Any) -> None:
 
 
 def _apply_expectations(item: pytest.Item, ids: list[str], expectations: list[Any]) -> None:
-    for entry in expectations:
-        if entry.matches_test(item.nodeid):
-            mark = pytest.mark.skip if entry.kind == "skip" else pytest.mark.xfail
-            item.add_marker(mark(reason=f"expected: {entry.reason}"))
-            return
-    skipped = {e.target: e for e in expectations if e.is_clause and e.kind == "skip"}
+    # Indexed lookups: a test costs the same whatever the size of the expectations file.
+    from sessionstate.conformance._harness.expectations import clause_skips, first_for_test
+
+    entry = first_for_test(expectations, item.nodeid)
+    if entry is not None:
+        mark = pytest.mark.skip if entry.kind == "skip" else pytest.mark.xfail
+        item.add_marker(mark(reason=f"expected: {entry.reason}"))
+        return
+    skipped = clause_skips(expectations)
     if ids and all(cid in skipped for cid in ids):
         item.add_marker(pytest.mark.skip(reason=f"expected: {skipped[ids[0]].reason}"))
 
@@ -840,11 +845,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def _write_junit(path: str, payload: dict[str, Any]) -> None:
-    """The per-clause JUnit XML (``junit.to_junit_xml``) of ``--sessionstate-junitxml``."""
-    from sessionstate.conformance._harness.atomic import write_text_atomic
+    """The per-clause JUnit XML (``junit.to_junit_xml``) of ``--sessionstate-junitxml``,
+    through ``atomic.write_text_atomic`` (a file replaced whole, a device or FIFO written
+    in place). A write that fails (a full disk) is one line on stderr, not a traceback
+    that would cut off the clause table. (``sessionstate check`` writes its
+    ``--junitxml`` itself, after the table, and exits 4 then.)"""
+    import sys
+
+    from sessionstate.conformance._harness.atomic import write_error, write_text_atomic
     from sessionstate.conformance._report.junit import to_junit_xml
 
-    write_text_atomic(path, to_junit_xml(payload))
+    try:
+        write_text_atomic(path, to_junit_xml(payload))
+    except OSError as error:
+        print(
+            f"sessionstate: error: --sessionstate-junitxml {path!r} could not be written: "
+            f"{write_error(error)}",
+            file=sys.stderr,
+        )
 
 
 def _json_facts(config: pytest.Config) -> dict[str, Any]:

@@ -7,13 +7,21 @@ import importlib
 import inspect
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sessionstate.conformance._harness.applicability import NOT_APPLICABLE
 
-__all__ = ["CAPABILITIES", "DEFAULT_TARGET", "Subject", "UsageError", "load_subject", "typed_specs"]
+__all__ = [
+    "CAPABILITIES",
+    "DEFAULT_TARGET",
+    "Subject",
+    "UsageError",
+    "check_fields",
+    "load_subject",
+    "typed_specs",
+]
 
 #: What ``sessionstate check`` and the plugin test when no target is named: the reference.
 DEFAULT_TARGET = "sessionstate.fixtures.reference_subject:subject"
@@ -72,6 +80,10 @@ class Subject:
         return f"Subject({self.name!r})"
 
     def __post_init__(self) -> None:
+        """``capabilities`` is checked (an iterable of known names) and frozen here; the
+        other fields are checked by ``check_fields`` when the subject is loaded, so that
+        a module holding one broken subject still serves its others."""
+        _check_names(self.name, "capabilities", self.capabilities, "an iterable of str")
         object.__setattr__(self, "capabilities", frozenset(self.capabilities))
         unknown = sorted(self.capabilities - CAPABILITIES)
         if unknown:
@@ -112,6 +124,54 @@ class Subject:
         return buffer
 
 
+#: The hooks: each None or a callable.
+_HOOKS = ("manager_factory", "config_resolver", "accounting", "buffer_factory")
+
+
+def check_fields(subject: Subject) -> None:
+    """``UsageError`` for the first field of ``subject`` whose type is wrong: one line
+    naming the field, what it holds and what it needs, not a ``TypeError`` deep in a test
+    (nor a clause failure). ``load_subject`` calls it on every subject it loads."""
+    from sessionstate.conformance._report.text import short_repr
+
+    name = subject.name
+    if not isinstance(name, str) or not name.strip():
+        raise UsageError(f"Subject name={_shown(name)}: needs a non-empty str")
+    for hook in _HOOKS:
+        value = getattr(subject, hook)
+        if value is not None and not callable(value):
+            raise UsageError(
+                f"subject {name!r}: {hook} is a {type(value).__name__}, not callable "
+                f"({short_repr(value, 80)}): it needs a callable or None"
+            )
+    if subject.devices is not None:
+        _check_names(name, "devices", subject.devices, "None or a sequence of device names")
+    for field_name in ("state_objects", "adapters"):
+        value = getattr(subject, field_name)
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+            raise UsageError(
+                f"subject {name!r}: {field_name}={_shown(value)}: needs a sequence (a tuple "
+                "or list) of specs"
+            )
+
+
+def _check_names(subject: object, field_name: str, value: object, needs: str) -> None:
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise UsageError(f"subject {subject!r}: {field_name}={_shown(value)}: needs {needs}")
+    for entry in value:
+        if not isinstance(entry, str) or not entry.strip():
+            raise UsageError(
+                f"subject {subject!r}: {field_name} holds {_shown(entry)}: needs {needs}"
+            )
+
+
+def _shown(value: object) -> str:
+    """``value`` for a one-line error: bounded (``text.short_repr``), with its type."""
+    from sessionstate.conformance._report.text import short_repr
+
+    return f"{short_repr(value, 80)} (a {type(value).__name__})"
+
+
 def _did_you_mean(word: str, choices: Sequence[str] | frozenset[str]) -> str:
     close = difflib.get_close_matches(word, list(choices), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
@@ -148,7 +208,9 @@ def load_subject(target: str) -> Subject:
         raise UsageError(
             f"module {module_name!r} has no attribute {attr!r}{_did_you_mean(attr, names)}"
         ) from None
-    return _as_subject(obj, attr, target)
+    subject = _as_subject(obj, attr, target)
+    check_fields(subject)
+    return subject
 
 
 def _put_cwd_on_path() -> None:

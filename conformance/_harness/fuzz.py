@@ -9,7 +9,8 @@ shrank, so the clause table and the shrunk program are the check's own.
 
 Exit status: 0 nothing found (the examples run are listed per clause group); 1 a clause
 failed (the check's table follows); 2 misuse (one line: a bad target, clause, database,
-``--seconds``, or the ``[fuzz]`` extra missing); 130 interrupted.
+``--seconds``, or the ``[fuzz]`` extra missing); 3 incomplete: no example ran (the time
+was up before HypoFuzz's workers started one); 130 interrupted.
 
 What counts as an example: one run of a property's body on one input, in any of HypoFuzz's
 worker processes (generated, mutated, replayed from its corpus, or tried while shrinking).
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = ["COUNTS_ENV", "FuzzOptions", "count_examples", "fuzz_arguments", "run_fuzz"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 #: Set by ``sessionstate fuzz`` for HypoFuzz's workers: the folder their counts go to.
 COUNTS_ENV = "SESSIONSTATE_FUZZ_COUNTS"
 DEFAULT_SECONDS = 600
@@ -77,8 +78,8 @@ def validate(options: FuzzOptions) -> str:
     from sessionstate.conformance._harness.runner import CheckOptions
     from sessionstate.conformance._harness.runner import validate as validate_check
 
-    if not options.seconds > 0:
-        raise UsageError(f"--seconds {options.seconds:g}: give a number of seconds above 0")
+    if not (options.seconds > 0 and options.seconds != float("inf")):  # nan fails both
+        raise UsageError(f"--seconds {options.seconds:g}: give a finite number of seconds above 0")
     if options.workers < 1:
         raise UsageError(f"-n {options.workers}: give a number of processes of 1 or more")
     if not 0 <= options.port <= 65535:
@@ -150,6 +151,10 @@ def run_fuzz(options: FuzzOptions) -> int:
         print(f"sessionstate fuzz: error: hypothesis fuzz stopped after {elapsed:.0f} s "
               "without a failure to replay; its last lines are above", file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
+    if not total:  # nothing was checked: not a pass
+        print(f"sessionstate fuzz: incomplete: no example ran in {elapsed:.0f} s (the workers "
+              "were still starting); give more --seconds", file=sys.stderr)  # fmt: skip
+        return EXIT_INCOMPLETE
     print(f"sessionstate fuzz: no failure in {elapsed:.0f} s, {total:,} examples "
           f"({total / max(elapsed, 1e-9):,.0f}/s); examples per clause group:")  # fmt: skip
     for group, number in group_counts(counts, selected_groups(options.clauses)).items():

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 
+from sessionstate.conformance._harness.atomic import write_error
 from sessionstate.conformance.subject import UsageError
 
 __all__ = ["init_project"]
@@ -123,7 +126,14 @@ jobs:
 
 
 def init_project(directory: str, force: bool = False) -> list[Path]:
-    """Write the starter files into ``directory``; refuse to overwrite unless ``force``."""
+    """Write the starter files into ``directory``; refuse to overwrite unless ``force``.
+
+    All or nothing: every destination is checked first (the folder is a folder, no file
+    is a directory or a dangling symbolic link, which is never followed), then every
+    file is written to a temporary file beside its destination, and only when all were
+    written are they moved into place. Any failure is a ``UsageError`` naming the path
+    and why, with nothing left behind: no temporary file, no folder made for it.
+    """
     from sessionstate import __version__
 
     root = Path(directory)
@@ -133,10 +143,63 @@ def init_project(directory: str, force: bool = False) -> list[Path]:
             version=__version__
         ),
     }
-    existing = [str(path) for path in files if path.exists()]
-    if existing and not force:
-        raise UsageError(f"{existing[0]} already exists; pass --force to overwrite")
-    for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    for path in files:
+        _check_destination(path, force)
+    made: list[Path] = []
+    staged: dict[Path, Path] = {}
+    try:
+        for path, text in files.items():
+            made += _make_folders(path.parent)
+            staged[path] = _stage(path, text)
+        for path, temporary in staged.items():
+            os.replace(temporary, os.path.realpath(path))
+    except OSError as error:
+        for temporary in staged.values():
+            temporary.unlink(missing_ok=True)
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        where = error.filename or directory
+        raise UsageError(f"cannot write {str(where)!r}: {write_error(error)}") from None
     return list(files)
+
+
+def _check_destination(path: Path, force: bool) -> None:
+    """``UsageError`` unless ``path`` can be (over)written as a file: no part of its
+    folder is a file or a dangling link, it is not a directory nor a dangling link, and
+    it does not exist unless ``force``."""
+    for folder in reversed(path.parents):
+        if folder.is_symlink() and not folder.exists():
+            raise UsageError(f"{str(folder)!r} is a symbolic link to nothing; not followed")
+        if folder.exists() and not folder.is_dir():
+            raise UsageError(f"{str(folder)!r} is not a directory")
+    if path.is_symlink() and not path.exists():
+        raise UsageError(f"{str(path)!r} is a symbolic link to nothing; not followed")
+    if path.is_dir():
+        raise UsageError(f"{str(path)!r} is a directory")
+    if path.exists() and not force:
+        raise UsageError(f"{path} already exists; pass --force to overwrite")
+
+
+def _make_folders(folder: Path) -> list[Path]:
+    """Make ``folder`` and its missing parents; the ones made, outermost first."""
+    missing = [f for f in (folder, *folder.parents) if not f.exists()]
+    for made in reversed(missing):
+        made.mkdir()
+    return list(reversed(missing))
+
+
+def _stage(path: Path, text: str) -> Path:
+    """``text`` written and flushed to disk in a temporary file beside ``path``. A link
+    at ``path`` is written through: the file it names is replaced."""
+    target = Path(os.path.realpath(path))
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "x", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return temporary

@@ -21,6 +21,7 @@ from typing import Any
 
 from sessionstate.conformance._harness.applicability import NOT_APPLICABLE, NOT_CHECKED
 from sessionstate.conformance._harness.expectations import Expectation
+from sessionstate.conformance._harness.expectations import unmatched as expectations_unmatched
 from sessionstate.conformance._harness.reproduce import short_test_id
 from sessionstate.conformance.clauses import all_clauses
 
@@ -198,8 +199,7 @@ def results_json(
     interrupted = bool(run.get("interrupted"))
     unmatched = [
         f"{e.target} (line {e.line})"
-        for e in expectations
-        if not any(_matches(e, r) for r in records)
+        for e in expectations_unmatched(expectations, ((r.nodeid, r.clauses) for r in records))
     ]
     return {
         "subject": facts["subject"],
@@ -220,7 +220,3 @@ def results_json(
         "clauses": {cid: result.as_json() for cid, result in results.items()},
         "tests": [asdict(record) for record in records],
     }
-
-
-def _matches(entry: Expectation, record: TestRecord) -> bool:
-    return entry.target in record.clauses if entry.is_clause else entry.matches_test(record.nodeid)

@@ -4,13 +4,15 @@ Exit status: 0 every MUST clause passed (SHOULD failures are warnings unless
 ``strict``); 1 a clause failed; 2 the suite was misused (bad target, capability,
 expectations file, clause id, profile); 3 no clause failed, but a MUST clause
 was not checked to the end (its tests stopped at an expected or SHOULD failure, or the
-run stopped before they ran); 130 the run was interrupted (Ctrl-C): the reports it
-writes say ``"interrupted": true`` and ``"verdict": "incomplete"``.
+run stopped before they ran); 4 a report could not be written (a full disk, a closed
+pipe: one line naming it, after the verdict table); 130 the run was interrupted
+(Ctrl-C): the reports it writes say ``"interrupted": true`` and ``"verdict": "incomplete"``.
 
 Everything that can be found wrong with the request is found before the first test:
 the target imports and its hooks answer (one call each, under the call deadline),
-every report path can be written, ``-n`` has pytest-xdist to run on. Reports are
-written whole or not at all (``atomic.write_text_atomic``).
+every report path can be written, ``-n`` is at most ``max_workers()`` and has
+pytest-xdist to run on. Reports are written whole or not at all, or streamed into a
+device, FIFO or descriptor (``atomic.write_text_atomic``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ __all__ = ["CheckOptions", "reproduce_command", "run_check"]
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 #: 128 + SIGINT, as a shell reports a command ended by Ctrl-C.
 EXIT_INTERRUPTED = 130
+#: Not the subject's fault nor the user's: a report that cannot be written (a full disk).
+EXIT_INFRASTRUCTURE = 4
+#: The most worker processes ``-n`` may start: more than this many per core only thrashes.
+MAX_WORKERS_PER_CPU = 4
 #: What ``Subject.manager_factory`` must return: the methods every manager clause calls
 #: (SPEC KEY, LRU, STATS, LOCK-2). A missing one would fail every test with one AttributeError.
 MANAGER_METHODS = (
@@ -81,8 +87,10 @@ def validate(options: CheckOptions) -> None:
         if cid not in known and cid not in groups:
             hint = _did_you_mean(cid, [*known, *groups])
             raise UsageError(f"unknown clause or group {cid!r}{hint}; see 'sessionstate spec'")
-    if options.devices:
+    if options.devices is not None:
         from sessionstate.conformance._model.memory import machine_devices
+
+        _check_device_names(options.devices)
 
         unknown = [d for d in options.devices if d not in machine_devices()]
         if unknown:
@@ -105,11 +113,17 @@ def validate(options: CheckOptions) -> None:
 
 
 def _check_workers(options: CheckOptions) -> None:
+    """``-n`` is a whole number from 0 to ``max_workers()``, ``auto`` or ``logical``."""
     workers = options.workers
     if workers is None:
         return
     if not (workers.isdigit() or workers in ("auto", "logical")):
         raise UsageError(f"-n: {workers!r} is not a number of processes (or 'auto')")
+    if workers.isdigit() and int(workers) > max_workers():
+        raise UsageError(
+            f"-n {workers}: at most {max_workers()} processes on this machine "
+            f"({MAX_WORKERS_PER_CPU} per CPU); 'auto' starts one per CPU"
+        )
     if options.reproduce:
         raise UsageError("--reproduce runs one test in one process: leave out -n")
     try:
@@ -118,6 +132,19 @@ def _check_workers(options: CheckOptions) -> None:
         raise UsageError(
             f"-n {workers} needs pytest-xdist, which is not installed: pip install pytest-xdist"
         ) from None
+
+
+def max_workers() -> int:
+    """The most processes ``-n`` may start: ``MAX_WORKERS_PER_CPU`` per CPU."""
+    return (os.cpu_count() or 1) * MAX_WORKERS_PER_CPU
+
+
+def _check_device_names(devices: Sequence[str]) -> None:
+    """``--devices`` names at least one device and no empty one (``cpu,,meta``, ``,,,``)."""
+    if not devices or any(not name.strip() for name in devices):
+        raise UsageError(
+            f"--devices {','.join(devices)!r}: name the devices, comma-separated, e.g. cpu,meta"
+        )
 
 
 def _check_reproduce(options: CheckOptions) -> None:
@@ -300,9 +327,19 @@ def _check_report_paths(options: CheckOptions) -> None:
 
 
 def _check_writable(option: str, path: str) -> None:
+    """``path`` can take a report: a directory is refused; a device, FIFO or descriptor
+    (``atomic.is_stream``) must be writable and is left alone (nothing is made next to
+    ``/dev/null``); for a file, its directories are made and a probe file is written next
+    to it, as the report's temporary file will be."""
+    from sessionstate.conformance._harness.atomic import is_stream, write_error
+
     target = Path(path)
     if target.is_dir():
         raise UsageError(f"{option} {path!r} is a directory")
+    if is_stream(path):
+        if not os.access(path, os.W_OK):
+            raise UsageError(f"{option} {path!r} is not writable")
+        return
     parent = Path(os.path.realpath(target)).parent
     for folder in (parent, *parent.parents):
         if folder.exists():
@@ -315,7 +352,7 @@ def _check_writable(option: str, path: str) -> None:
             pass
     except OSError as error:
         raise UsageError(
-            f"{option} {path!r}: cannot write in {str(parent)!r}: {error.strerror or error}"
+            f"{option} {path!r}: cannot write in {str(parent)!r}: {write_error(error)}"
         ) from None
     if target.exists() and not os.access(target, os.W_OK):
         raise UsageError(f"{option} {path!r} exists and is not writable")
@@ -375,10 +412,9 @@ def pytest_arguments(options: CheckOptions, json_path: str) -> list[str]:
         # worksteal: an idle worker takes queued tests from a busy one, so the run does not
         # wait on one worker's backlog of stateful machines (bench/suite_speed.py).
         args += ["-n", options.workers, "--dist", "worksteal"]
-    if options.junitxml:
-        # One testcase per clause, in a suite named after the subject; pytest's own
-        # per-test file stays available as `-- --junitxml=PATH`.
-        args += ["--sessionstate-junitxml", options.junitxml]
+    # --junitxml (one testcase per clause, in a suite named after the subject) is written
+    # by _write_reports with the other reports, after the summary; pytest's own per-test
+    # file stays available as `-- --junitxml=PATH`.
     if options.devices:
         args += ["--sessionstate-devices", ",".join(options.devices)]
     if options.reproduce:
@@ -412,8 +448,9 @@ def run_check(options: CheckOptions) -> int:
             return _interrupted(None, options)
         return _error(f"the suite did not run (pytest exited with {status!r}); see above")
     results: dict[str, Any] = json.loads(text)
-    _write_reports(options, results, text)
-    _print_summary(options, results)
+    _print_summary(options, results)  # first: a report that cannot be written loses no verdict
+    if not _write_reports(options, results, text):
+        return EXIT_INFRASTRUCTURE
     if status == pytest.ExitCode.INTERNAL_ERROR:
         return _error("pytest stopped with an internal error; see above")
     stopped = results.get("stopped") or ""
@@ -450,18 +487,38 @@ def _interrupted(results: dict[str, Any] | None, options: CheckOptions) -> int:
     return EXIT_INTERRUPTED
 
 
-def _write_reports(options: CheckOptions, results: dict[str, Any], text: str) -> None:
-    from sessionstate.conformance._harness.atomic import write_text_atomic
+def _write_reports(options: CheckOptions, results: dict[str, Any], text: str) -> bool:
+    """Write every report asked for (``atomic.write_text_atomic``), each whole or not at
+    all. A report that cannot be written (a full disk, a closed pipe) is one line on
+    stderr naming it and why, and the others are still written; False if one failed."""
+    from sessionstate.conformance._harness.atomic import write_error, write_text_atomic
+    from sessionstate.conformance._report.junit import to_junit_xml
     from sessionstate.conformance._report.terminal import markdown
 
-    if options.report_json:
-        write_text_atomic(options.report_json, text)
-    if options.markdown:
-        write_text_atomic(options.markdown, markdown(results))
+    reports: list[tuple[str, str | None, Callable[[], str]]] = [
+        ("--report-json", options.report_json, lambda: text),
+        ("--junitxml", options.junitxml, lambda: to_junit_xml(results)),
+        ("--markdown", options.markdown, lambda: markdown(results)),
+    ]
+    written = True
+    for option, path, render in reports:
+        if not path:
+            continue
+        try:
+            write_text_atomic(path, render())
+        except OSError as error:
+            written = False
+            print(
+                f"sessionstate check: error: {option} {path!r} could not be written: "
+                f"{write_error(error)}",
+                file=sys.stderr,
+            )
+    return written
 
 
 def _print_summary(options: CheckOptions, results: dict[str, Any]) -> None:
     from sessionstate.conformance._report.terminal import summary_lines
+    from sessionstate.conformance._report.text import terminal_text
 
     print("\n".join(summary_lines(results)))
     failed = [t for t in results["tests"] if t["outcome"] == "failed"]
@@ -470,7 +527,7 @@ def _print_summary(options: CheckOptions, results: dict[str, Any]) -> None:
     if failed and not options.reproduce:
         print("reproduce a failure (runs that test alone, replaying its failing case):")
         for record in failed[:_REPRODUCE_LINES]:
-            print(f"  {reproduce_command(options, record)}")
+            print(f"  {terminal_text(reproduce_command(options, record))}")
         if len(failed) > _REPRODUCE_LINES:
             print(f"  ... and {len(failed) - _REPRODUCE_LINES} more: see the JSON report's tests")
 

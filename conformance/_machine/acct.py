@@ -25,6 +25,7 @@ import torch
 from sessionstate.conformance._harness.watchdog import blame
 from sessionstate.conformance._model.host import Shared, new_bytes
 from sessionstate.conformance._model.memory import Held, definitions, expected_bytes
+from sessionstate.conformance._report.text import short_repr
 from sessionstate.conformance.checks import calling, check, check_bytes, nonzero
 
 __all__ = [
@@ -51,7 +52,9 @@ def accounting_of(subject: Any) -> Any:
 
 def checked(result: Any, call: str) -> Any:
     """``result`` once checked to be a dict of device name -> int (ACCT-4, ACCT-5)."""
-    check(isinstance(result, dict), "ACCT-5", f"{call} returned {result!r}, not a new dict")
+    check(
+        isinstance(result, dict), "ACCT-5", f"{call} returned {short_repr(result)}, not a new dict"
+    )
     for device, nbytes in result.items():
         check(isinstance(device, str), "ACCT-4", f"{call} has key {device!r}, not a device name")
         check(type(nbytes) is int, "ACCT-4", f"{call} has {device!r}: {nbytes!r}, not an int")

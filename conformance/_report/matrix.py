@@ -9,7 +9,6 @@ CSS, no scripts, nothing fetched.
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from dataclasses import dataclass
@@ -17,10 +16,20 @@ from pathlib import Path
 from typing import Any
 
 from sessionstate.conformance._report.terminal import clip, ordered
+from sessionstate.conformance._report.text import html_text, markdown_cell, short_repr
 from sessionstate.conformance.clauses import PREFIXES, all_clauses, spec_text
 from sessionstate.conformance.subject import UsageError
 
-__all__ = ["OUTCOMES", "Cell", "load_results", "matrix", "to_html", "to_markdown", "verdict_of"]
+__all__ = [
+    "OUTCOMES",
+    "Cell",
+    "check_results",
+    "load_results",
+    "matrix",
+    "to_html",
+    "to_markdown",
+    "verdict_of",
+]
 
 #: Clause outcomes, worst first: a group's cell takes the colour of its worst clause.
 OUTCOMES = ("error", "failed", "unchecked", "xfailed", "passed", "skipped")
@@ -115,19 +124,73 @@ class Cell:
 
 
 def load_results(paths: list[str]) -> list[dict[str, Any]]:
-    """Read results JSONs written by ``sessionstate check --report-json``."""
+    """Read results JSONs written by ``sessionstate check --report-json``.
+
+    ``UsageError`` (one line naming the file) for a file that cannot be read, is not
+    UTF-8 JSON, or is not shaped as this version's results (``check_results``)."""
     loaded = []
     for path in paths:
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except OSError as error:
             raise UsageError(f"cannot read results file {path!r}: {error.strerror}") from None
+        except UnicodeDecodeError as error:
+            raise UsageError(
+                f"{path}: not a results file (not UTF-8 text: byte {error.start})"
+            ) from None
         except json.JSONDecodeError as error:
             raise UsageError(f"{path}: not JSON ({error.msg} at line {error.lineno})") from None
-        if not isinstance(data, dict) or "clauses" not in data or "subject" not in data:
-            raise UsageError(f"{path}: not a results file of 'sessionstate check --report-json'")
+        except RecursionError:
+            raise UsageError(f"{path}: not a results file (nested too deeply)") from None
+        problem = check_results(data)
+        if problem:
+            raise UsageError(
+                f"{path}: not a results file of this version's 'sessionstate check "
+                f"--report-json': {problem}"
+            )
         loaded.append(data)
     return loaded
+
+
+def check_results(data: object) -> str:
+    """What keeps ``data`` from being rendered as results ("" if nothing): the keys and
+    types the matrix and the page read, checked before either starts."""
+    if not isinstance(data, dict):
+        return f"a JSON {_json_type(data)}, not an object"
+    for key, kind in (("subject", str), ("clauses", dict)):
+        if key not in data:
+            return f"no {key!r} key"
+        if not isinstance(data[key], kind):
+            return f"{key!r} is a JSON {_json_type(data[key])}"
+    optional: tuple[tuple[str, type | tuple[type, ...]], ...] = (
+        ("tests", list), ("environment", dict), ("capabilities", list),
+        ("unmatched_expectations", list), ("seconds", (int, float)),
+    )  # fmt: skip
+    for key, kinds in optional:
+        if data.get(key) is not None and not isinstance(data[key], kinds):
+            return f"{key!r} is a JSON {_json_type(data[key])}"
+    if not all(isinstance(record, dict) for record in data.get("tests") or []):
+        return "'tests' holds an entry that is not an object"
+    devices = (data.get("environment") or {}).get("devices") or []
+    if not isinstance(devices, list) or not all(
+        isinstance(d, dict) and "name" in d for d in devices
+    ):
+        return "'environment.devices' is not a list of devices"
+    for cid, clause in data["clauses"].items():
+        if not isinstance(clause, dict):
+            return f"clause {cid!r} is a JSON {_json_type(clause)}"
+        if clause.get("outcome") not in OUTCOMES:
+            return f"clause {cid!r} has outcome {short_repr(clause.get('outcome'))}"
+        if not isinstance(clause.get("tests", []), list):
+            return f"clause {cid!r}: 'tests' is a JSON {_json_type(clause['tests'])}"
+        if not isinstance(clause.get("seconds", 0), (int, float)):
+            return f"clause {cid!r}: 'seconds' is a JSON {_json_type(clause['seconds'])}"
+    return ""
+
+
+def _json_type(value: object) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+    return names.get(type(value), "number")
 
 
 def verdict_of(result: dict[str, Any]) -> str:
@@ -161,8 +224,9 @@ def to_markdown(results: list[dict[str, Any]]) -> str:
     out = ["| subject | verdict | " + " | ".join(groups) + " |", "|---" * (len(groups) + 2) + "|"]
     for subject, verdict, cells in rows:
         marks = [f"{_ICON.get(c.status, '')} {c}".strip() for c in cells]
-        name = subject.replace("|", "\\|")
-        out.append(f"| {name} | {verdict} | " + " | ".join(marks) + " |")
+        out.append(
+            f"| {markdown_cell(subject)} | {markdown_cell(verdict)} | " + " | ".join(marks) + " |"
+        )
     return "\n".join(out) + "\n"
 
 
@@ -226,7 +290,8 @@ _CELL_CLASS = {"passed": "pass", "failed": "fail", "n/a": "absent"}
 
 
 def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    """Text for the page, whatever it holds (``text.html_text``)."""
+    return html_text(value)
 
 
 def _inline(text: str) -> str:

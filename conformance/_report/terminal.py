@@ -1,15 +1,25 @@
-"""Human-readable renderings of a results JSON: the terminal table and Markdown."""
+"""Human-readable renderings of a results JSON: the terminal table and Markdown.
+
+Every string that comes from the subject or the user (its name, the target, device and
+capability names, the notes quoting what its code did, expectation entries) goes
+through ``text.terminal_text`` in the table and ``text.markdown_cell`` in Markdown: it
+can neither forge a line (a fake verdict) nor break a table row.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from sessionstate.conformance._report.text import markdown_cell, terminal_text
 from sessionstate.conformance.clauses import all_clauses
 
 __all__ = ["clip", "markdown", "ordered", "styled_table", "summary_lines", "table_lines"]
 
 #: How much of a clause's note a table row shows (the whole note is in the JSON).
 NOTE_WIDTH = 90
+#: At most this many unmatched expectations are named under the table (all are in the JSON).
+UNMATCHED_LINES = 20
 
 _MARK = {
     "passed": "PASS",
@@ -21,24 +31,30 @@ _MARK = {
 }
 
 
-def _header(results: dict[str, Any]) -> list[str]:
+def _header(results: dict[str, Any], escape: Callable[[object], str]) -> list[str]:
+    """What was under test, each value from the run passed through ``escape``."""
     env = results["environment"]
     devices = ", ".join(
-        d["name"] + (" (simulated)" if d["simulated"] else "") for d in env["devices"]
+        escape(d["name"]) + (" (simulated)" if d["simulated"] else "") for d in env["devices"]
     )
+    left_out = ", ".join(escape(d) for d in env.get("devices_left_out") or [])
+    capabilities = ", ".join(escape(c) for c in results["capabilities"])
+    seed = f", seed {escape(results['seed'])}" if results.get("seed") is not None else ""
     return [
-        f"subject: {results['subject']} ({results['target']})",
-        f"suite: sessionstate {results['suite_version']}, profile {results['profile']}"
-        + (f", seed {results['seed']}" if results.get("seed") is not None else ""),
-        f"torch {env['torch']}, numpy {env['numpy']}, hypothesis {env['hypothesis']}",
-        f"devices: {devices}"
-        + (
-            f" (left out: {', '.join(env['devices_left_out'])})"
-            if env.get("devices_left_out")
-            else ""
-        ),
-        f"capabilities: {', '.join(results['capabilities']) or '(none)'}",
+        f"subject: {escape(results['subject'])} ({escape(results['target'])})",
+        f"suite: sessionstate {escape(results['suite_version'])}, profile "
+        f"{escape(results['profile'])}{seed}",
+        f"torch {escape(env['torch'])}, numpy {escape(env['numpy'])}, "
+        f"hypothesis {escape(env['hypothesis'])}",
+        f"devices: {devices}" + (f" (left out: {left_out})" if left_out else ""),
+        f"capabilities: {capabilities or '(none)'}",
     ]
+
+
+def _one_line(text: object, width: int) -> str:
+    """A subject-supplied note for the terminal: whitespace runs (newlines too) as one
+    space, control characters escaped, clipped to ``width``."""
+    return clip(terminal_text(" ".join(str(text).split())), width)
 
 
 def _counts(results: dict[str, Any]) -> str:
@@ -96,14 +112,14 @@ def table_lines(results: dict[str, Any]) -> list[str]:
 def styled_table(results: dict[str, Any]) -> list[tuple[str, str]]:
     """``table_lines`` with what each line is, for colouring: a row's clause outcome,
     ``"warning"``, ``"verdict"``, or ``""`` for the header and rules."""
-    lines = [(line, "") for line in [*_header(results), "-" * 78]]
+    lines = [(line, "") for line in [*_header(results, terminal_text), "-" * 78]]
     head = f"{'clause':<10} {'level':<7} {'outcome':<9} {'tests':>5} {'seconds':>8}  note"
     lines.append((head, ""))
     for cid, clause in ordered(results):
         note = clause["message"] if clause["outcome"] != "passed" else ""
         row = (
-            f"{cid:<10} {clause['level']:<7} {_MARK[clause['outcome']]:<9} "
-            f"{len(clause['tests']):>5} {clause['seconds']:>8.2f}  {clip(note)}"
+            f"{terminal_text(cid):<10} {clause['level']:<7} {_MARK[clause['outcome']]:<9} "
+            f"{len(clause['tests']):>5} {clause['seconds']:>8.2f}  {_one_line(note, NOTE_WIDTH)}"
         )
         lines.append((row.rstrip(), clause["outcome"]))
     lines.append(("-" * 78, ""))
@@ -113,10 +129,17 @@ def styled_table(results: dict[str, Any]) -> list[tuple[str, str]]:
         if c["level"] == "SHOULD" and c["outcome"] in ("failed", "error")
     ]
     if should and not results["strict"]:
-        warning = f"warning: SHOULD clauses failed: {', '.join(should)} (--strict fails on them)"
+        failed = ", ".join(terminal_text(cid) for cid in should)
+        warning = f"warning: SHOULD clauses failed: {failed} (--strict fails on them)"
         lines.append((warning, "warning"))
-    for entry in results["unmatched_expectations"]:
+    unmatched = results["unmatched_expectations"]
+    for entry in unmatched[:UNMATCHED_LINES]:
+        entry = _one_line(entry, NOTE_WIDTH)
         lines.append((f"warning: expectation {entry} matched no test or clause", "warning"))
+    if len(unmatched) > UNMATCHED_LINES:
+        more = len(unmatched) - UNMATCHED_LINES
+        lines.append((f"warning: ... and {more:,} more expectations matched no test or clause "
+                      "(all are in the JSON report's unmatched_expectations)", "warning"))  # fmt: skip
     interrupted = " after an interruption" if results.get("interrupted") else ""
     verdict = (
         f"verdict: {_verdict_word(results)} ({_counts(results)}) "
@@ -136,8 +159,12 @@ def markdown(results: dict[str, Any]) -> str:
         "unchecked": "❔",
         "skipped": "⏭️",
     }
-    out = [f"## sessionstate conformance: `{results['subject']}` is {results['verdict']}", ""]
-    out += [f"- {line}" for line in _header(results)]
+    out = [
+        f"## sessionstate conformance: {markdown_cell(results['subject'])} is "
+        f"{markdown_cell(results['verdict'])}",
+        "",
+    ]
+    out += [f"- {line}" for line in _header(results, markdown_cell)]
     out += [
         "",
         "| clause | level | outcome | tests | seconds | note |",
@@ -145,9 +172,10 @@ def markdown(results: dict[str, Any]) -> str:
     ]
     for cid, clause in ordered(results):
         note = clause["message"] if clause["outcome"] != "passed" else ""
-        note = clip(note, 200).replace("|", "\\|")
+        note = markdown_cell(clip(" ".join(str(note).split()), 200))
         out.append(
-            f"| {cid} | {clause['level']} | {icon[clause['outcome']]} {clause['outcome']} "
+            f"| {markdown_cell(cid)} | {markdown_cell(clause['level'])} | "
+            f"{icon[clause['outcome']]} {clause['outcome']} "
             f"| {len(clause['tests'])} | {clause['seconds']:.2f} | {note} |"
         )
     out += ["", f"**{_counts(results)}** in {results['seconds']:.1f} s", ""]

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from . import __version__
 
 EXIT_USAGE = 2
+EXIT_INFRASTRUCTURE = 4  # a report that could not be written (a full disk), as for check
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
@@ -24,8 +25,10 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "check",
         help="run the conformance suite against a subject",
         description="Run the conformance suite. Exit 0: every MUST clause passed; 1: a clause "
-        "failed; 2: usage error; 3: a MUST clause was not checked to the end; 130: interrupted. "
-        "Arguments after '--' go to pytest.",
+        "failed; 2: usage error; 3: a MUST clause was not checked to the end; 4: a report could "
+        "not be written (a full disk: the verdict table is printed first); 130: interrupted. "
+        "Report paths may be devices, FIFOs or /dev/stdout: those are written in place, "
+        "files are replaced whole. Arguments after '--' go to pytest.",
     )
     check.add_argument(
         "target",
@@ -53,7 +56,12 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="SHOULD failures and unmatched expectations fail the run",
     )
     check.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failure")
-    check.add_argument("-n", dest="workers", metavar="N", help="run in N processes (pytest-xdist)")
+    check.add_argument(
+        "-n",
+        dest="workers",
+        metavar="N",
+        help="run in N processes (pytest-xdist), at most 4 per CPU; 0: none, 'auto': one per CPU",
+    )
     check.add_argument("--seed", type=int, help="run randomized with this seed")
     check.add_argument(
         "--clause",
@@ -65,7 +73,8 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     check.add_argument(
         "--devices",
         metavar="LIST",
-        type=lambda text: [name.strip() for name in text.split(",") if name.strip()],
+        # Empty names are kept, for validation to refuse: ',,,' must not mean every device.
+        type=lambda text: [name.strip() for name in text.split(",")],
         help="allocate only on these devices, comma-separated, e.g. cpu,meta (cpu is always "
         "kept); the devices left out are named in the header and the report",
     )
@@ -104,8 +113,9 @@ def _add_fuzz(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         description="Run the suite's properties under HypoFuzz for --seconds or until a "
         "failure, saving what it finds in an example database. Exit 0: nothing found (the "
         "examples run per clause group are printed); 1: a clause failed (reported as "
-        "'sessionstate check' reports it); 2: usage error; 130: interrupted. Arguments "
-        "after '--' go to pytest.",
+        "'sessionstate check' reports it); 2: usage error (--seconds must be finite and above "
+        "0); 3: no example ran (give more --seconds); 130: interrupted. Arguments after '--' "
+        "go to pytest.",
     )
     fuzz.add_argument(
         "target",
@@ -176,10 +186,25 @@ def _build_parser() -> argparse.ArgumentParser:
     init = commands.add_parser("init", help="write a starter subject and a CI workflow")
     init.add_argument("directory", nargs="?", default=".", help="where to write (default: .)")
     init.add_argument("--force", action="store_true", help="overwrite existing files")
-    report = commands.add_parser("report", help="compliance matrix from results JSON files")
+    report = commands.add_parser(
+        "report",
+        help="compliance matrix from results JSON files",
+        description="Print the compliance matrix of results files as Markdown; write it and "
+        "an HTML page where asked. Exit 0: written; 2: a file that is not this version's "
+        "results, or an output that is an input or cannot be written; 4: writing failed "
+        "(a full disk), after the matrix was printed.",
+    )
     report.add_argument("results", nargs="+", metavar="JSON", help="files from check --report-json")
-    report.add_argument("--markdown", metavar="PATH", help="write the matrix as Markdown here")
-    report.add_argument("--html", metavar="PATH", help="write a self-contained HTML page here")
+    report.add_argument(
+        "--markdown",
+        metavar="PATH",
+        help="write the matrix as Markdown here (missing directories are made)",
+    )
+    report.add_argument(
+        "--html",
+        metavar="PATH",
+        help="write a self-contained HTML page here (missing directories are made)",
+    )
     commands.add_parser("demo", help="build a reference manager, use it, print stats()")
     return parser
 
@@ -206,22 +231,59 @@ def _init(directory: str, force: bool) -> int:
 
 
 def _report(paths: list[str], markdown_path: str | None, html_path: str | None) -> int:
-    from pathlib import Path
-
+    """Print the Markdown matrix; write it and the HTML page where asked. Exit 2 (one
+    line) for a results file that cannot be read or is not ours, an output that is an
+    input or the other output, or an output that cannot be written (checked before
+    anything is written; missing directories are made); 4 when writing fails after
+    that (a full disk), after the matrix was printed."""
+    from sessionstate.conformance._harness.atomic import write_error, write_text_atomic
     from sessionstate.conformance._report.matrix import load_results, to_html, to_markdown
     from sessionstate.conformance.subject import UsageError
 
+    outputs = [(option, path) for option, path in (("--markdown", markdown_path),
+                                                   ("--html", html_path)) if path]  # fmt: skip
     try:
+        _check_report_outputs(paths, outputs)
         results = load_results(paths)
+        table = to_markdown(results)
+        page = to_html(results) if html_path else ""
     except UsageError as error:
         return _usage_error("report", error)
-    table = to_markdown(results)
+    except (KeyError, TypeError, ValueError, AttributeError) as error:  # a shape not checked
+        problem = f"{type(error).__name__}: {error}".splitlines()[0]
+        return _usage_error(
+            "report", UsageError(f"the results files are not in this version's format ({problem})")
+        )
     print(table, end="")
-    if markdown_path:
-        Path(markdown_path).write_text(table, encoding="utf-8")
-    if html_path:
-        Path(html_path).write_text(to_html(results), encoding="utf-8")
+    for option, path in outputs:
+        try:
+            write_text_atomic(path, table if option == "--markdown" else page)
+        except OSError as error:
+            print(f"sessionstate report: error: {option} {path!r} could not be written: "
+                  f"{write_error(error)}", file=sys.stderr)  # fmt: skip
+            return EXIT_INFRASTRUCTURE
     return 0
+
+
+def _check_report_outputs(inputs: list[str], outputs: list[tuple[str, str]]) -> None:
+    """``UsageError`` unless every output can be written (``runner._check_writable``,
+    which makes missing directories) and none is an input or the other output."""
+    import os
+
+    from sessionstate.conformance._harness.runner import _check_writable
+    from sessionstate.conformance.subject import UsageError
+
+    read = {os.path.realpath(path): path for path in inputs}
+    taken: dict[str, str] = {}
+    for option, path in outputs:
+        real = os.path.realpath(path)
+        if real in read:
+            raise UsageError(f"{option} {path!r} is the results file {read[real]!r}: "
+                             "writing it would destroy the input")  # fmt: skip
+        if real in taken:
+            raise UsageError(f"{taken[real]} and {option} both name {path!r}")
+        taken[real] = option
+        _check_writable(option, path)
 
 
 def _split_passthrough(argv: Sequence[str]) -> tuple[list[str], list[str]]:
