@@ -42,15 +42,15 @@ def _check_positive(max_sessions: int) -> int:
     bool, or not a number) or ``ValueError`` (not positive, not finite, not whole)."""
     # STATS-6: True is 1 only by accident, and nan or inf compare so that the cap is
     # never exceeded (nan > 0 is False): eviction would silently stop.
-    if isinstance(max_sessions, bool) or not isinstance(max_sessions, (int, float)):
+    if isinstance(max_sessions, bool):
+        raise TypeError(f"max_sessions must be an int, got bool {max_sessions!r}")
+    if not isinstance(max_sessions, (int, float)):
         try:
             max_sessions = operator.index(max_sessions)  # NumPy integers and the like
         except TypeError:
             raise TypeError(
                 f"max_sessions must be an int, got {type(max_sessions).__name__} {max_sessions!r}"
             ) from None
-        if isinstance(max_sessions, bool):
-            raise TypeError(f"max_sessions must be an int, got bool {max_sessions!r}")
     if isinstance(max_sessions, float) and not max_sessions.is_integer():
         raise ValueError(f"max_sessions must be a finite whole number, got {max_sessions!r}")
     if max_sessions <= 0:  # LRU-8, ADMIT-7: checked before anything is stored or changed

@@ -32,8 +32,8 @@ from sessionstate.conformance._machine.acct import (
     run_case,
     within_deadline,
 )
-from sessionstate.conformance._machine.lock import RecordingLock
 from sessionstate.conformance._machine.composed_bytes import check_composed_bytes
+from sessionstate.conformance._machine.lock import RecordingLock
 from sessionstate.conformance._model.memory import (
     Held,
     allocate,
@@ -519,13 +519,13 @@ def _object_cases() -> list[Case]:
             _T4 + "o = object_array([t], {'k': t})",
             ("o",),
             ({"cpu": 16 + 2 * p},),
-        ),  # fmt: skip
+        ),
         Case(
             "object-array-of-itself",
             _T4 + "o = object_array(t, None); o[1] = o",
             ("o",),
             ({"cpu": 16 + 2 * p},),
-        ),  # fmt: skip
+        ),
     ]
 
 
