@@ -164,7 +164,7 @@ class _Walk:
         if isinstance(value, dict):
             extend(dict.values(value))
         elif type(value) is list or type(value) is tuple:
-            extend(value)  # type: ignore[arg-type]
+            extend(value)
         elif isinstance(value, list):
             extend(list.__iter__(value))
         elif isinstance(value, tuple):
@@ -348,7 +348,7 @@ class _HostSpans:
     def __init__(self) -> None:
         # device -> (starts, stops): sorted, disjoint, non-adjacent ranges
         self.ranges: dict[str, tuple[list[int], list[int]]] = {}
-        self.owners: list[np.ndarray] = []  # NumPy owners counted, kept alive
+        self.owners: list[object] = []  # NumPy owners and buffer exporters counted, kept alive
 
     @classmethod
     def find(cls, seen: SeenStorages) -> _HostSpans | None:

@@ -38,21 +38,22 @@ def _key(session_id: object) -> str:
 
 
 def _check_positive(max_sessions: int) -> int:
-    """``max_sessions`` unchanged if it is a positive whole number; else ``TypeError`` (a
+    """``max_sessions``, as given, if it is a positive whole number; else ``TypeError`` (a
     bool, or not a number) or ``ValueError`` (not positive, not finite, not whole)."""
+    value: object = max_sessions
     # STATS-6: True is 1 only by accident, and nan or inf compare so that the cap is
-    # never exceeded (nan > 0 is False): eviction would silently stop.
-    if isinstance(max_sessions, bool):
-        raise TypeError(f"max_sessions must be an int, got bool {max_sessions!r}")
-    if not isinstance(max_sessions, (int, float)):
+    # never exceeded (len > nan is False): eviction would silently stop.
+    if isinstance(value, bool):
+        raise TypeError(f"max_sessions must be an int, got bool {value!r}")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError(f"max_sessions must be a finite whole number, got {value!r}")
+    elif not isinstance(value, int):
         try:
-            max_sessions = operator.index(max_sessions)  # NumPy integers and the like
+            operator.index(value)  # type: ignore[arg-type]  # NumPy integers and the like
         except TypeError:
-            raise TypeError(
-                f"max_sessions must be an int, got {type(max_sessions).__name__} {max_sessions!r}"
-            ) from None
-    if isinstance(max_sessions, float) and not max_sessions.is_integer():
-        raise ValueError(f"max_sessions must be a finite whole number, got {max_sessions!r}")
+            kind = type(value).__name__
+            raise TypeError(f"max_sessions must be an int, got {kind} {value!r}") from None
     if max_sessions <= 0:  # LRU-8, ADMIT-7: checked before anything is stored or changed
         raise ValueError(f"max_sessions must be positive, got {max_sessions}")
     return max_sessions

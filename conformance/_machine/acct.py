@@ -181,28 +181,28 @@ class RaisingAt(Sequence[object]):
     its ``__len__`` says is still inside it."""
 
     def __init__(self, *items: object) -> None:
-        self.items = items
+        self.contents = items
 
     def __len__(self) -> int:
-        return len(self.items) + 1
+        return len(self.contents) + 1
 
     def __getitem__(self, index: Any) -> Any:
-        if index == len(self.items):
+        if index == len(self.contents):
             raise ValueError("RaisingAt: this item cannot be read")
-        return self.items[index]
+        return self.contents[index]
 
 
 class RaisingMapping(Mapping[str, object]):
     """A Mapping whose ``__iter__`` raises; ``len`` and ``[key]`` work."""
 
     def __init__(self, **items: object) -> None:
-        self.items = items
+        self.contents = items
 
     def __getitem__(self, key: str) -> object:
-        return self.items[key]
+        return self.contents[key]
 
     def __len__(self) -> int:
-        return len(self.items)
+        return len(self.contents)
 
     def __iter__(self) -> Iterator[str]:
         raise RuntimeError("RaisingMapping: iteration is broken")
@@ -212,16 +212,16 @@ class RaisingLen(Mapping[str, object]):
     """A Mapping whose ``__len__`` raises; iteration works."""
 
     def __init__(self, **items: object) -> None:
-        self.items = items
+        self.contents = items
 
     def __getitem__(self, key: str) -> object:
-        return self.items[key]
+        return self.contents[key]
 
     def __len__(self) -> int:
         raise RuntimeError("RaisingLen: no length")
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.items)
+        return iter(self.contents)
 
 
 def object_array(*items: object) -> np.ndarray:
@@ -260,7 +260,7 @@ class LockProbe(Mapping[str, object]):
     (ACCT-8)."""
 
     def __init__(self, is_held: Callable[[], bool], **items: object) -> None:
-        self.is_held, self.items = is_held, items
+        self.is_held, self.contents = is_held, items
         self.held: list[bool] = []
 
     def _record(self) -> None:
@@ -268,18 +268,18 @@ class LockProbe(Mapping[str, object]):
 
     def __getitem__(self, key: str) -> object:
         self._record()
-        return self.items[key]
+        return self.contents[key]
 
     def __len__(self) -> int:
         self._record()
-        return len(self.items)
+        return len(self.contents)
 
     def __iter__(self) -> Iterator[str]:
         self._record()
-        return iter(self.items)
+        return iter(self.contents)
 
     def __repr__(self) -> str:
-        return f"LockProbe({self.items!r})"
+        return f"LockProbe({self.contents!r})"
 
 
 # --- Blame: the most specific clause a wrong total breaks -------------------
