@@ -218,7 +218,9 @@ class _Walk:
             self.add("cpu", nbytes)
             return
         spans.owners.append(value)  # pinned while seen lives, as NumPy owners are
-        self.add("cpu", spans.cover("cpu", start, nbytes))  # ACCT-7: shared memory once
+        covered = spans.cover("cpu", start, nbytes)  # ACCT-7: shared memory counts once
+        if covered:
+            self.add("cpu", covered)
 
     def enter(self, container: object) -> bool:
         # ACCT-9: each container is entered once per pass, so cycles terminate. The
