@@ -144,9 +144,7 @@ class _Walk:
             if self.enter(value):  # ACCT-8: containers are walked to any depth
                 self.built_in(value)
         elif isinstance(value, (memoryview, _array.array)):
-            self.exported(
-                value.obj if isinstance(value, memoryview) else value
-            )  # ACCT-15: the exporter's buffer, not the view's slice
+            self.exported(value)
         elif isinstance(value, Mapping):
             if self.enter(value):
                 self.other(value, values=True)
@@ -191,6 +189,11 @@ class _Walk:
     def exported(self, value: object) -> None:
         """ACCT-15: an object exporting a byte buffer (``array.array``, ``mmap``, the
         exporter behind a ``memoryview``) counts that buffer under ``"cpu"``."""
+        if isinstance(value, memoryview):
+            try:
+                value = value.obj  # the exporter's whole buffer, not the view's slice
+            except ValueError:  # released: it holds nothing alive
+                return
         if isinstance(value, np.ndarray):
             self.array(value)  # a memoryview of an array: the array's owner, ACCT-6
             return

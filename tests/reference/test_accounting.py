@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import array
 import mmap
+import pickle
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
@@ -442,6 +443,11 @@ class _ListOwnIter(list[object]):
         raise AssertionError("own __iter__ called")
 
 
+class _TupleOwnIter(tuple[object, ...]):
+    def __iter__(self) -> Iterator[object]:
+        raise AssertionError("own __iter__ called")
+
+
 class _DictOwnValues(dict[str, object]):
     def values(self) -> Any:
         raise AssertionError("own values() called")
@@ -526,3 +532,46 @@ class TestHostileValues:
         objects = np.empty((2, 1), dtype=object)
         objects[0, 0], objects[1, 0] = torch.zeros(3), objects
         assert device_bytes(objects, set()) == {"cpu": 16 + 12}
+
+    def test_other_containers_reached_twice_are_walked_once(self) -> None:
+        """A custom Mapping holding itself, and a custom Sequence reached twice, end."""
+        pair = _Pair(torch.zeros(1))
+        proxy_target: dict[str, object] = {"t": torch.zeros(2)}
+        proxy = MappingProxyType(proxy_target)
+        proxy_target["self"] = proxy
+        assert device_bytes([pair, pair, proxy], set()) == {"cpu": 12}
+
+    def test_tuple_subclass(self) -> None:
+        """ACCT-13: a tuple subclass (a named tuple) is read as a tuple."""
+        value = torch.Size([3]), _TupleOwnIter((torch.zeros(3),))
+        assert device_bytes(value, set()) == {"cpu": 12}
+
+    def test_memoryview_of_numpy_array_counts_the_owner(self) -> None:
+        """ACCT-15, ACCT-6: a memoryview of an ndarray is that array's owner's buffer."""
+        owner = np.zeros(8, dtype=np.float32)
+        assert device_bytes([memoryview(owner[2:]), owner], set()) == {"cpu": 32}
+
+    def test_released_buffers_count_nothing(self) -> None:
+        """A released memoryview or PickleBuffer holds nothing alive and never raises."""
+        view = memoryview(array.array("b", bytes(8)))
+        view.release()
+        released = pickle.PickleBuffer(array.array("b", bytes(8)))
+        released.release()
+        assert device_bytes([view, released], set()) == {}
+
+    def test_empty_buffer_counts_nothing(self) -> None:
+        """A zero-length buffer has no bytes to count."""
+        assert device_bytes(array.array("d"), set()) == {}
+
+    def test_strided_buffer_counts_by_identity(self) -> None:
+        """A buffer with no single address (a strided export) counts its bytes once."""
+        strided = pickle.PickleBuffer(np.zeros(10)[::2])
+        seen = set[object]()
+        assert device_bytes([strided, strided], seen) == {"cpu": 40}
+        assert device_bytes(strided, seen) == {}
+
+    def test_numpy_object_array_reached_twice(self) -> None:
+        """An object array seen through two views is walked once."""
+        objects = np.empty(3, dtype=object)
+        objects[:] = [torch.zeros(1), None, 1.5]
+        assert device_bytes([objects, objects[::2]], set()) == {"cpu": 24 + 4}
