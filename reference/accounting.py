@@ -30,8 +30,8 @@ Contract (SPEC ``ACCT-*``):
   their subclasses) are read through the built-in class's own iteration, in C,
   so no code of the value runs and the walk is bounded by memory. Any other
   Mapping or Sequence runs its own code: those yield at most
-  ``OTHER_ITEMS_PER_CALL`` items in all per call, and an error from one ends
-  its walk, keeping what it gave (ACCT-14).
+  ``OTHER_ITEMS_PER_CONTAINER`` items each and ``OTHER_ITEMS_PER_CALL`` in all
+  per call, and an error from one ends its walk, keeping what it gave (ACCT-14).
 * Objects exporting a byte buffer (``array.array``, ``mmap``, the exporter of a
   ``memoryview``) count that buffer under ``"cpu"``, by address range like NumPy
   owners; NumPy object arrays count their pointer buffer and have their
@@ -51,17 +51,26 @@ from typing import ClassVar, TypeAlias
 import numpy as np
 import torch
 
-__all__ = ["OTHER_ITEMS_PER_CALL", "SeenStorages", "device_bytes", "merge_bytes"]
+__all__ = [
+    "OTHER_ITEMS_PER_CALL",
+    "OTHER_ITEMS_PER_CONTAINER",
+    "SeenStorages",
+    "device_bytes",
+    "merge_bytes",
+]
 
 #: What ``device_bytes`` has already counted. Its elements are private to this
 #: module: callers only create one (``set()``) and pass it along.
 SeenStorages: TypeAlias = set[object]
 
-#: How many items, in all, one ``device_bytes`` call takes from Mappings and
-#: Sequences other than the built-in containers (ACCT-14): their iteration is
-#: their own code, which may be endless (``__getitem__`` that never raises
-#: ``IndexError``) or virtual (a lazy sequence of 10**12 items).
-OTHER_ITEMS_PER_CALL = 65_536
+#: How many items one Mapping or Sequence other than the built-in containers
+#: yields at most, and how many all of them yield at most in one ``device_bytes``
+#: call (ACCT-14): their iteration is their own code, which may be endless
+#: (``__getitem__`` that never raises ``IndexError``) or virtual (a lazy sequence
+#: of 10**12 items). Per container, so that one endless container does not starve
+#: its siblings; per call, so that nesting them cannot multiply the bound.
+OTHER_ITEMS_PER_CONTAINER = 65_536
+OTHER_ITEMS_PER_CALL = 16 * OTHER_ITEMS_PER_CONTAINER
 
 #: Values never walked (ACCT-8): text and byte strings are values, as is ``range``
 #: (a Sequence of ints it computes, holding no state).
@@ -95,7 +104,8 @@ def device_bytes(value: object, seen: SeenStorages) -> dict[str, int]:
     session can hold, and always returns: the walk is iterative (any depth), a
     built-in container is read through its built-in iteration (no code of the
     value's own runs), and other containers yield at most
-    :data:`OTHER_ITEMS_PER_CALL` items in all, an error ending that container's walk.
+    :data:`OTHER_ITEMS_PER_CONTAINER` items each and :data:`OTHER_ITEMS_PER_CALL` in
+    all, an error ending that container's walk.
     """
     totals: dict[str, int] = {}  # ACCT-5: a new dict per call; only ``seen`` is shared
     _Walk(seen, totals).run(value)
@@ -173,13 +183,14 @@ class _Walk:
     def other(self, value: Mapping[object, object] | Sequence[object], *, values: bool) -> None:
         # ACCT-14: another Mapping or Sequence runs its own code, which may never end
         # (a Sequence that never raises IndexError) or raise: at most the budget of
-        # items in all, and an error ends this container, keeping what it gave.
-        if self.budget <= 0:
+        # items each and in all, and an error ends this container, keeping what it gave.
+        limit = min(self.budget, OTHER_ITEMS_PER_CONTAINER)
+        if limit <= 0:
             return
         taken: list[object] = []
         try:
             items = value.values() if values else value  # type: ignore[union-attr]
-            for item in islice(items, self.budget):
+            for item in islice(items, limit):
                 taken.append(item)
         except Exception:  # ACCT-9: what could be counted is counted; stats() never raises
             pass

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from sessionstate.reference import SeenStorages, device_bytes, merge_bytes
-from sessionstate.reference.accounting import OTHER_ITEMS_PER_CALL
+from sessionstate.reference.accounting import OTHER_ITEMS_PER_CALL, OTHER_ITEMS_PER_CONTAINER
 
 # Views that share their base's storage; the base is a (4, 8) float32 tensor of 128 bytes.
 _VIEWS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
@@ -472,19 +472,33 @@ class TestHostileValues:
         """ACCT-14: range(10**12) is not iterated."""
         assert device_bytes([range(10**12), torch.zeros(1)], set()) == {"cpu": 4}
 
-    def test_endless_sequence_is_bounded(self) -> None:
-        """ACCT-14: at most OTHER_ITEMS_PER_CALL reads, in all, over every such container."""
-        t = torch.zeros(2)
-        endless = [_Endless(t), _Endless(t), _Endless(t)]
-        assert device_bytes(endless, set()) == {"cpu": 8}
-        assert sum(e.reads for e in endless) == OTHER_ITEMS_PER_CALL
+    def test_endless_sequences_are_bounded_each(self) -> None:
+        """ACCT-14: at most OTHER_ITEMS_PER_CONTAINER reads of each, so siblings count."""
+        endless = [_Endless(torch.zeros(2)), _Endless(torch.zeros(3)), _Endless(torch.zeros(1))]
+        assert device_bytes(endless, set()) == {"cpu": 24}
+        assert [e.reads for e in endless] == [OTHER_ITEMS_PER_CONTAINER] * 3
+
+    def test_nested_endless_sequences_are_bounded_in_all(self) -> None:
+        """ACCT-14: fresh endless containers inside endless ones stop at the per-call bound."""
+        made: list[_Endless] = []
+
+        class Fresh(Sequence[object]):
+            def __getitem__(self, index: int) -> object:  # type: ignore[override]
+                made.append(_Endless(None))
+                return made[-1]
+
+            def __len__(self) -> int:
+                return 1
+
+        assert device_bytes(Fresh(), set()) == {}
+        assert len(made) + sum(e.reads for e in made) == OTHER_ITEMS_PER_CALL
 
     def test_each_call_has_its_own_budget(self) -> None:
-        """The bound is per call: a second call reads the container again."""
+        """The bounds are per call: a second call reads the container again."""
         endless, seen = _Endless(torch.zeros(2)), set[object]()
         assert device_bytes(endless, seen) == {"cpu": 8}
         assert device_bytes([endless, torch.zeros(1)], seen) == {"cpu": 4}
-        assert endless.reads == 2 * OTHER_ITEMS_PER_CALL
+        assert endless.reads == 2 * OTHER_ITEMS_PER_CONTAINER
 
     def test_raising_mapping_counts_the_rest(self) -> None:
         """ACCT-14, ACCT-9: an iteration that raises ends that container only."""
