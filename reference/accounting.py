@@ -44,7 +44,7 @@ import array as _array
 import weakref
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import islice
 from typing import ClassVar, TypeAlias
 
@@ -165,20 +165,29 @@ class _Walk:
             self.exported(value)
 
     def built_in(self, value: object) -> None:
-        # ACCT-13: the built-in iteration of the built-in class, read in C in one step:
-        # an overridden __iter__ or values() of a subclass never runs, and nothing can
-        # change the container halfway through.
-        extend = self.stack.extend
+        # ACCT-13: the built-in iteration of the built-in class: an overridden __iter__
+        # or values() of a subclass never runs. A dict or a deque is copied in one C
+        # step first: another thread changing it (the walk holds no lock, ACCT-16)
+        # would make iterating it raise. Lists and tuples iterate safely as they are.
         if isinstance(value, dict):
-            extend(dict.values(value))
-        elif type(value) is list or type(value) is tuple:
-            extend(value)
+            self.stack.extend(dict.values(value))
+            return
+        if isinstance(value, deque):
+            self.stack.extend(deque.__iter__(value))
+            return
+        if type(value) is list or type(value) is tuple:
+            items: Iterable[object] = value
         elif isinstance(value, list):
-            extend(list.__iter__(value))
-        elif isinstance(value, tuple):
-            extend(tuple.__iter__(value))
+            items = list.__iter__(value)
         else:
-            extend(deque.__iter__(value))  # type: ignore[arg-type]
+            items = tuple.__iter__(value)  # type: ignore[arg-type]
+        # Hot path: sessions hold long lists of tensors; count those without the stack.
+        tensor, push = self.tensor, self.stack.append
+        for item in items:
+            if isinstance(item, torch.Tensor):
+                tensor(item)
+            else:
+                push(item)
 
     def other(self, value: Mapping[object, object] | Sequence[object], *, values: bool) -> None:
         # ACCT-14: another Mapping or Sequence runs its own code, which may never end
