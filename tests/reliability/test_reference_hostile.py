@@ -186,3 +186,29 @@ def test_another_thread_is_served_while_stats_walks() -> None:
     stats = _stats_within_bound(manager)
     assert probe.served.is_set(), f"the other thread was not served within {BOUND_S} s"
     assert (stats["sessions"], stats["nbytes:cpu"], "other" in manager) == (1, 8, True)
+
+
+#: Caps that would turn eviction off (nan, inf) or cap by accident (a bool), and the
+#: error each is refused with (STATS-6).
+CAPS = [
+    ("nan", float("nan"), ValueError),
+    ("inf", float("inf"), ValueError),
+    ("-inf", float("-inf"), ValueError),
+    ("2.5", 2.5, ValueError),
+    ("True", True, TypeError),
+    ("False", False, TypeError),
+]
+
+
+@pytest.mark.parametrize(("cap", "error"), [c[1:] for c in CAPS], ids=[c[0] for c in CAPS])
+def test_a_cap_that_disables_eviction_is_refused(cap: Any, error: type[Exception]) -> None:
+    """The constructor refuses it; raise_max_sessions refuses it and keeps the cap; a
+    manager with the cap it keeps still evicts."""
+    with pytest.raises(error, match="max_sessions must be"):
+        SessionStateManager(max_sessions=cap)
+    manager = SessionStateManager(max_sessions=2)
+    with pytest.raises(error, match="max_sessions must be"):
+        manager.raise_max_sessions(cap)
+    for session_id in "abc":
+        manager.get_or_create_session(session_id)
+    assert (manager.max_sessions, len(manager), manager.evictions) == (2, 2, 1)
