@@ -113,7 +113,9 @@ def values_from(
 
 
 def scalars() -> st.SearchStrategy[object]:
-    """Values that count nothing (ACCT-8): None, numbers, bools, str, bytes, bytearray."""
+    """Values that count nothing (ACCT-8): None, numbers, bools, str, bytes, bytearray, and
+    short ``range``s (walked or not, they hold only ints; a huge one is ACCT-14's, a SHOULD,
+    so it is not drawn for the MUST clauses these values feed)."""
     return st.one_of(
         st.none(),
         st.booleans(),
@@ -122,6 +124,7 @@ def scalars() -> st.SearchStrategy[object]:
         st.text("abc\u00e9", max_size=3),
         st.binary(max_size=3),
         st.binary(max_size=3).map(bytearray),
+        st.sampled_from([0, 3]).map(range),
     )
 
 

@@ -22,28 +22,70 @@ Contract (SPEC ``ACCT-*``):
   owns the memory. Memory that NumPy and torch share (``tensor.numpy()``,
   ``torch.from_numpy``) counts once; see :class:`_HostSpans` for how.
 * Mappings (values), sequences and deques are walked to any depth (sets and
-  other objects count nothing); ``str``,
-  ``bytes`` and ``bytearray`` are not. Cycles terminate. Sparse tensors count
-  their component tensors instead of raising.
+  other objects count nothing); ``str``, ``bytes``, ``bytearray`` and ``range``
+  are values, not walked. Cycles terminate. Sparse tensors count their
+  component tensors instead of raising.
+* The walk is iterative (ACCT-13): an explicit stack, so no nesting depth
+  raises ``RecursionError``. ``dict``, ``list``, ``tuple`` and ``deque`` (and
+  their subclasses) are read through the built-in class's own iteration, in C,
+  so no code of the value runs and the walk is bounded by memory. Any other
+  Mapping or Sequence runs its own code: those yield at most
+  ``OTHER_ITEMS_PER_CONTAINER`` items each and ``OTHER_ITEMS_PER_CALL`` in all
+  per call, and an error from one ends its walk, keeping what it gave (ACCT-14).
+* Objects exporting a byte buffer (``array.array``, ``mmap``, the exporter of a
+  ``memoryview``) count that buffer under ``"cpu"``, by address range like NumPy
+  owners; NumPy object arrays count their pointer buffer and have their
+  elements walked (ACCT-15).
 """
 
 from __future__ import annotations
 
+import array as _array
 import weakref
 from bisect import bisect_left, bisect_right
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import islice
 from typing import ClassVar, TypeAlias
 
 import numpy as np
 import torch
 
-__all__ = ["SeenStorages", "device_bytes", "merge_bytes"]
+__all__ = [
+    "OTHER_ITEMS_PER_CALL",
+    "OTHER_ITEMS_PER_CONTAINER",
+    "SeenStorages",
+    "device_bytes",
+    "merge_bytes",
+]
 
 #: What ``device_bytes`` has already counted. Its elements are private to this
 #: module: callers only create one (``set()``) and pass it along.
 SeenStorages: TypeAlias = set[object]
 
-_NOT_WALKED = (str, bytes, bytearray, memoryview)
+#: How many items one Mapping or Sequence other than the built-in containers
+#: yields at most, and how many all of them yield at most in one ``device_bytes``
+#: call (ACCT-14): their iteration is their own code, which may be endless
+#: (``__getitem__`` that never raises ``IndexError``) or virtual (a lazy sequence
+#: of 10**12 items). Per container, so that one endless container does not starve
+#: its siblings; per call, so that nesting them cannot multiply the bound.
+OTHER_ITEMS_PER_CONTAINER = 65_536
+OTHER_ITEMS_PER_CALL = 16 * OTHER_ITEMS_PER_CONTAINER
+
+#: Values never walked (ACCT-8): text and byte strings are values, as is ``range``
+#: (a Sequence of ints it computes, holding no state).
+_NOT_WALKED = (str, bytes, bytearray, range)
+#: Containers read through the built-in class's own iteration (ACCT-13).
+_BUILT_IN = (dict, list, tuple, deque)
+#: Types checked first and skipped at once: the commonest values that count nothing.
+_VALUES = frozenset({type(None), bool, int, float, complex, str})
+#: Buffer exporters that are values, not state memory (ACCT-8): byte strings and
+#: NumPy scalars (numbers).
+_VALUE_BUFFERS = (bytes, bytearray, np.generic)
+#: Types seen not to export a buffer: ``memoryview()`` raises for them every time.
+_NOT_EXPORTERS: set[type] = set()
+#: What ``seen`` holds for a buffer counted by identity (it has no single address).
+_BUFFER = "buffer"
 
 
 def merge_bytes(into: dict[str, int], other: Mapping[str, int]) -> dict[str, int]:
@@ -59,48 +101,149 @@ def device_bytes(value: object, seen: SeenStorages) -> dict[str, int]:
     Every storage counted is added to ``seen`` (mutated in place) and storages
     already in ``seen`` are skipped, so one ``seen`` shared across calls counts
     each storage once overall. Returns a new dict; never raises on a value a
-    session can hold.
+    session can hold, and always returns: the walk is iterative (any depth), a
+    built-in container is read through its built-in iteration (no code of the
+    value's own runs), and other containers yield at most
+    :data:`OTHER_ITEMS_PER_CONTAINER` items each and :data:`OTHER_ITEMS_PER_CALL` in
+    all, an error ending that container's walk.
     """
     totals: dict[str, int] = {}  # ACCT-5: a new dict per call; only ``seen`` is shared
-    _Walk(seen, totals).visit(value)
+    _Walk(seen, totals).run(value)
     return totals
 
 
 class _Walk:
-    """One accounting pass: the shared ``seen``, the running totals, and the
-    containers already entered (so cycles and shared sub-containers are walked
-    once per pass)."""
+    """One accounting pass: the shared ``seen``, the running totals, the containers
+    already entered (so cycles and shared sub-containers are walked once per pass),
+    and what is left of the budget for containers other than the built-in ones."""
 
-    __slots__ = ("_spans", "entered", "seen", "totals")
+    __slots__ = ("_spans", "budget", "entered", "seen", "stack", "totals")
 
     def __init__(self, seen: SeenStorages, totals: dict[str, int]) -> None:
         self.seen = seen
         self.totals = totals
         self.entered: set[int] = set()
+        # ACCT-13: an explicit stack of values still to visit, never the call stack.
+        self.stack: list[object] = []
+        self.budget = OTHER_ITEMS_PER_CALL
         # The address ranges this seen keeps, once it keeps any (``spans()``).
         self._spans: _HostSpans | None = _HostSpans.find(seen)
 
-    def visit(self, value: object) -> None:
-        if isinstance(value, torch.Tensor):
-            self.tensor(value)
-        elif isinstance(value, np.ndarray):
-            self.array(value)
-        elif isinstance(value, _NOT_WALKED):  # ACCT-8: str, bytes and friends are not walked
-            return
-        elif isinstance(value, Mapping):  # ACCT-8: containers are walked to any depth
-            if self.enter(value):
-                self.items(value.values())
-        elif isinstance(value, Sequence) and self.enter(value):  # lists, tuples, deques...
-            self.items(value)
-
-    def items(self, values: Iterable[object]) -> None:
-        # Hot path: sessions hold long lists of tensors; dispatch those inline.
-        tensor, visit = self.tensor, self.visit
-        for item in values:
+    def run(self, value: object) -> None:
+        """Count ``value`` and everything it holds, one value at a time off the stack."""
+        stack = self.stack
+        stack.append(value)
+        pop, tensor, visit = stack.pop, self.tensor, self.visit
+        while stack:
+            item = pop()
+            # Hot path: sessions hold long lists of tensors; dispatch those inline.
             if isinstance(item, torch.Tensor):
                 tensor(item)
             else:
                 visit(item)
+
+    def visit(self, value: object) -> None:
+        cls = type(value)
+        if cls in _VALUES:  # the common scalars, without an isinstance chain
+            return
+        if isinstance(value, np.ndarray):
+            self.array(value)
+        elif isinstance(value, _NOT_WALKED):  # ACCT-8: str, bytes and friends are not walked
+            return
+        elif isinstance(value, _BUILT_IN):
+            if self.enter(value):  # ACCT-8: containers are walked to any depth
+                self.built_in(value)
+        elif isinstance(value, (memoryview, _array.array)):
+            self.exported(value)
+        elif isinstance(value, Mapping):
+            if self.enter(value):
+                self.other(value, values=True)
+        elif isinstance(value, Sequence):
+            if self.enter(value):
+                self.other(value, values=False)
+        else:
+            self.exported(value)
+
+    def built_in(self, value: object) -> None:
+        # ACCT-13: the built-in iteration of the built-in class: an overridden __iter__
+        # or values() of a subclass never runs. A dict or a deque is copied in one C
+        # step first: another thread changing it (the walk holds no lock, ACCT-16)
+        # would make iterating it raise. Lists and tuples iterate safely as they are.
+        if isinstance(value, dict):
+            self.stack.extend(dict.values(value))
+            return
+        if isinstance(value, deque):
+            self.stack.extend(deque.__iter__(value))
+            return
+        if type(value) is list or type(value) is tuple:
+            items: Iterable[object] = value
+        elif isinstance(value, list):
+            items = list.__iter__(value)
+        else:
+            items = tuple.__iter__(value)  # type: ignore[arg-type]
+        # Hot path: sessions hold long lists of tensors; count those without the stack.
+        tensor, push = self.tensor, self.stack.append
+        for item in items:
+            if isinstance(item, torch.Tensor):
+                tensor(item)
+            else:
+                push(item)
+
+    def other(self, value: Mapping[object, object] | Sequence[object], *, values: bool) -> None:
+        # ACCT-14: another Mapping or Sequence runs its own code, which may never end
+        # (a Sequence that never raises IndexError) or raise: at most the budget of
+        # items each and in all, and an error ends this container, keeping what it gave.
+        limit = min(self.budget, OTHER_ITEMS_PER_CONTAINER)
+        if limit <= 0:
+            return
+        taken: list[object] = []
+        try:
+            items = value.values() if values else value  # type: ignore[union-attr]
+            for item in islice(items, limit):
+                taken.append(item)
+        except Exception:  # ACCT-9: what could be counted is counted; stats() never raises
+            pass
+        self.budget -= len(taken)
+        self.stack.extend(taken)
+
+    def exported(self, value: object) -> None:
+        """ACCT-15: an object exporting a byte buffer (``array.array``, ``mmap``, the
+        exporter behind a ``memoryview``) counts that buffer under ``"cpu"``."""
+        if isinstance(value, memoryview):
+            try:
+                value = value.obj  # the exporter's whole buffer, not the view's slice
+            except ValueError:  # released: it holds nothing alive
+                return
+        if isinstance(value, np.ndarray):
+            self.array(value)  # a memoryview of an array: the array's owner, ACCT-6
+            return
+        cls = type(value)
+        if cls in _NOT_EXPORTERS or isinstance(value, _VALUE_BUFFERS):
+            return  # ACCT-8: bytes, bytearray and NumPy scalars are values
+        try:
+            with memoryview(value) as view:  # type: ignore[arg-type]
+                nbytes = view.nbytes
+                start = _buffer_address(view) if nbytes else None
+        except TypeError:
+            _NOT_EXPORTERS.add(cls)  # the buffer slot is the type's: never, every time
+            return
+        except (ValueError, BufferError):  # released, or refused just now
+            return
+        if not nbytes:
+            return
+        spans = self.spans()
+        if start is None:  # a buffer with no single address: told apart by identity
+            key = (_BUFFER, id(value))
+            if key in self.seen:
+                return
+            self.seen.add(key)
+            spans.owners.append(value)  # pinned while seen lives: its id stays its own
+            self.add("cpu", nbytes)
+            return
+        spans.owners.append(value)  # pinned while seen lives, as NumPy owners are
+        covered = spans.cover("cpu", start, nbytes)  # ACCT-7: shared memory counts once
+        if covered:
+            self.add("cpu", covered)
 
     def enter(self, container: object) -> bool:
         # ACCT-9: each container is entered once per pass, so cycles terminate. The
@@ -176,6 +319,18 @@ class _Walk:
         spans.owners.append(owner)
         # ACCT-6, ACCT-7: under "cpu", bytes another value already holds alive count once.
         self.add("cpu", spans.cover("cpu", start, owner.nbytes))
+        if owner.dtype.kind == "O" and self.enter(owner):
+            # ACCT-15: an object array holds references, like a list: its elements
+            # are walked, all of them (the owner's, as its buffer is what counts).
+            self.stack.extend(owner.ravel(order="K").tolist())
+
+
+def _buffer_address(view: memoryview) -> int | None:
+    """Where the bytes of a contiguous buffer start; None for a strided one. The NumPy
+    array is dropped before this returns, so ``view`` can be released."""
+    if not view.contiguous:
+        return None
+    return int(np.frombuffer(view, dtype=np.uint8).__array_interface__["data"][0])
 
 
 def _address(storage: torch.UntypedStorage) -> int | None:
@@ -218,7 +373,7 @@ class _HostSpans:
     def __init__(self) -> None:
         # device -> (starts, stops): sorted, disjoint, non-adjacent ranges
         self.ranges: dict[str, tuple[list[int], list[int]]] = {}
-        self.owners: list[np.ndarray] = []  # NumPy owners counted, kept alive
+        self.owners: list[object] = []  # NumPy owners and buffer exporters counted, kept alive
 
     @classmethod
     def find(cls, seen: SeenStorages) -> _HostSpans | None:

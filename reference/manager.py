@@ -8,6 +8,7 @@ bytes per device. A byte budget is recorded for observability only.
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -37,6 +38,22 @@ def _key(session_id: object) -> str:
 
 
 def _check_positive(max_sessions: int) -> int:
+    """``max_sessions``, as given, if it is a positive whole number; else ``TypeError`` (a
+    bool, or not a number) or ``ValueError`` (not positive, not finite, not whole)."""
+    value: object = max_sessions
+    # STATS-6: True is 1 only by accident, and nan or inf compare so that the cap is
+    # never exceeded (len > nan is False): eviction would silently stop.
+    if isinstance(value, bool):
+        raise TypeError(f"max_sessions must be an int, got bool {value!r}")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError(f"max_sessions must be a finite whole number, got {value!r}")
+    elif not isinstance(value, int):
+        try:
+            operator.index(value)  # type: ignore[arg-type]  # NumPy integers and the like
+        except TypeError:
+            kind = type(value).__name__
+            raise TypeError(f"max_sessions must be an int, got {kind} {value!r}") from None
     if max_sessions <= 0:  # LRU-8, ADMIT-7: checked before anything is stored or changed
         raise ValueError(f"max_sessions must be positive, got {max_sessions}")
     return max_sessions
@@ -148,38 +165,56 @@ class SessionStateManager:
             return key in self._sessions  # STATS-4: a pure read: no hit counted, order kept
 
     def nbytes_by_device(self) -> dict[str, int]:
-        """Bytes held by the sessions in the table, per device."""
-        with self._lock:
-            return self._nbytes_by_device_locked()
+        """Bytes held by the sessions in the table, per device.
 
-    def _nbytes_by_device_locked(self) -> dict[str, int]:
-        # ACCT-11: one ``seen`` across all sessions: a conditioning tensor shared by
-        # several sessions is held once by the process, so it counts once.
-        seen: SeenStorages = set()
-        totals: dict[str, int] = {}
-        for session in self._sessions.values():
-            merge_bytes(totals, session.nbytes_by_device(seen))
-        return totals
+        The table is read under the lock, in one short step; the sessions are then
+        counted with the lock released (ACCT-16), so a long walk never stalls
+        ``get_or_create_session`` in another thread.
+        """
+        with self._lock:
+            sessions = self._table_snapshot()
+        return _count_sessions(sessions)
+
+    def _table_snapshot(self) -> list[SessionState]:
+        # ACCT-16: a copy of the table's sessions, taken under the lock: cheap (a
+        # pointer per session), whereas counting what they hold is unbounded.
+        return list(self._sessions.values())
 
     def stats(self) -> dict[str, int]:
         """Counters, then ``nbytes:<device>`` per device in sorted order.
 
         ``total_nbytes`` sums the devices for callers that want one number;
-        a budget should read the per-device keys.
+        a budget should read the per-device keys. The counters, ``sessions`` and
+        the set of sessions counted are one instant of the table (one hold of the
+        lock); their bytes are counted after the lock is released, as they are
+        then (ACCT-16).
         """
         with self._lock:
-            # STATS-3, LOCK-3: the unlocked helper nbytes_by_device() uses; calling that
-            # method here would re-enter the lock.
-            by_device = self._nbytes_by_device_locked()
+            # STATS-3, LOCK-3: the table is read here, once; nbytes_by_device() would
+            # re-enter the lock.
+            sessions = self._table_snapshot()
             # STATS-2: the documented keys in the documented order.
             stats = {
                 "sessions": len(self._sessions),
                 "max_sessions": self.max_sessions,
-                "total_nbytes": sum(by_device.values()),
+                "total_nbytes": 0,
                 "hits": self.hits,
                 "misses": self.misses,
                 "evictions": self.evictions,
             }
+        by_device = _count_sessions(sessions)  # ACCT-16: outside the lock
+        stats["total_nbytes"] = sum(by_device.values())
         for device in sorted(by_device):  # STATS-2: then one key per device, sorted
             stats[f"nbytes:{device}"] = by_device[device]
         return stats
+
+
+def _count_sessions(sessions: list[SessionState]) -> dict[str, int]:
+    """The bytes of ``sessions`` per device, counted with one ``seen``."""
+    # ACCT-11: one ``seen`` across all sessions: a conditioning tensor shared by
+    # several sessions is held once by the process, so it counts once.
+    seen: SeenStorages = set()
+    totals: dict[str, int] = {}
+    for session in sessions:
+        merge_bytes(totals, session.nbytes_by_device(seen))
+    return totals

@@ -13,8 +13,12 @@ home of the rules that name the clause a wrong total breaks: ``blame_views`` and
 
 from __future__ import annotations
 
+import array
+import mmap
+import struct
 import warnings
 from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +34,12 @@ from sessionstate.conformance.checks import calling, check, check_bytes, nonzero
 
 __all__ = [
     "BLAMABLE",
+    "HOSTILE_NAMES",
+    "OTHER_ITEMS",
+    "POINTER_BYTES",
     "Case",
+    "Endless",
+    "LockProbe",
     "accounting_of",
     "blame_host",
     "blame_views",
@@ -79,7 +88,7 @@ class Case:
     expected: tuple[dict[str, int], ...]
 
     def build(self) -> list[tuple[str, object]]:
-        names: dict[str, Any] = {"torch": torch, "np": np, "deque": deque}
+        names: dict[str, Any] = {"torch": torch, "np": np, "deque": deque, **HOSTILE_NAMES}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # sparse CSR/CSC are "beta" on this torch
             exec(self.program, names)
@@ -103,6 +112,177 @@ def run_case(accounting: Any, case: Case, clause: str, counting: str | None = No
         call = f"device_bytes({text}, seen)"
         observed = within_deadline(accounting, value, seen, clause, call, case.program)
         check_bytes(observed, expected, counting or clause, call, case.program)
+
+
+# --- Hostile values (ACCT-13..16): containers with code of their own ---------
+
+#: ACCT-14's bound: items taken from each Mapping or Sequence other than ACCT-13's
+#: built-in containers (and 16 times as many from all of them, per call).
+OTHER_ITEMS = 65_536
+#: One element of a NumPy object array: a pointer (ACCT-15 counts the owner's buffer).
+POINTER_BYTES = struct.calcsize("P")
+
+
+class Walked(AssertionError):
+    """Raised by a value whose own code ACCT-13 says is never called."""
+
+
+class ListOwnIter(list):  # type: ignore[type-arg]
+    """A list subclass whose own iteration raises (ACCT-13: never called)."""
+
+    def __iter__(self) -> Iterator[Any]:
+        raise Walked("ListOwnIter.__iter__ was called")
+
+
+class TupleOwnIter(tuple):  # type: ignore[type-arg]
+    """A tuple subclass whose own iteration raises (ACCT-13: never called)."""
+
+    def __iter__(self) -> Iterator[Any]:
+        raise Walked("TupleOwnIter.__iter__ was called")
+
+
+class DictOwnValues(dict):  # type: ignore[type-arg]
+    """A dict subclass whose own iteration and ``values()`` raise (ACCT-13)."""
+
+    def __iter__(self) -> Iterator[Any]:
+        raise Walked("DictOwnValues.__iter__ was called")
+
+    def values(self) -> Any:
+        raise Walked("DictOwnValues.values was called")
+
+
+class DequeOwnIter(deque):  # type: ignore[type-arg]
+    """A deque subclass whose own iteration raises (ACCT-13: never called)."""
+
+    def __iter__(self) -> Iterator[Any]:
+        raise Walked("DequeOwnIter.__iter__ was called")
+
+
+class Endless(Sequence[object]):
+    """A Sequence whose ``__getitem__`` never raises ``IndexError``: every index is
+    ``item``. ``served`` counts the calls, so a test sees how far a walk went; past
+    ``stop`` calls it raises, so a walk with no bound still returns (and is seen)."""
+
+    def __init__(self, item: object, length: int = 1, stop: int = 2 * OTHER_ITEMS) -> None:
+        self.item, self.length, self.stop, self.served = item, length, stop, 0
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: Any) -> Any:
+        self.served += 1
+        if self.served > self.stop:
+            raise Walked(f"Endless: {self.served} items read, the bound is {OTHER_ITEMS}")
+        return self.item
+
+    def __repr__(self) -> str:
+        return f"Endless({self.item!r})"
+
+
+class RaisingAt(Sequence[object]):
+    """A Sequence of ``items`` that raises ``ValueError`` at index ``len(items)``, which
+    its ``__len__`` says is still inside it."""
+
+    def __init__(self, *items: object) -> None:
+        self.contents = items
+
+    def __len__(self) -> int:
+        return len(self.contents) + 1
+
+    def __getitem__(self, index: Any) -> Any:
+        if index == len(self.contents):
+            raise ValueError("RaisingAt: this item cannot be read")
+        return self.contents[index]
+
+
+class RaisingMapping(Mapping[str, object]):
+    """A Mapping whose ``__iter__`` raises; ``len`` and ``[key]`` work."""
+
+    def __init__(self, **items: object) -> None:
+        self.contents = items
+
+    def __getitem__(self, key: str) -> object:
+        return self.contents[key]
+
+    def __len__(self) -> int:
+        return len(self.contents)
+
+    def __iter__(self) -> Iterator[str]:
+        raise RuntimeError("RaisingMapping: iteration is broken")
+
+
+class RaisingLen(Mapping[str, object]):
+    """A Mapping whose ``__len__`` raises; iteration works."""
+
+    def __init__(self, **items: object) -> None:
+        self.contents = items
+
+    def __getitem__(self, key: str) -> object:
+        return self.contents[key]
+
+    def __len__(self) -> int:
+        raise RuntimeError("RaisingLen: no length")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.contents)
+
+
+def object_array(*items: object) -> np.ndarray:
+    """A 1-D NumPy array of dtype object holding ``items`` (``np.array`` would unpack
+    tensors into numbers)."""
+    made = np.empty(len(items), dtype=object)
+    for i, item in enumerate(items):
+        made[i] = item
+    return made
+
+
+def anonymous_mmap(nbytes: int) -> mmap.mmap:
+    """An anonymous ``mmap`` of ``nbytes``: a buffer exporter other than ``array.array``."""
+    return mmap.mmap(-1, nbytes)
+
+
+#: What ``Case`` programs may name besides torch, np and deque.
+HOSTILE_NAMES: dict[str, Any] = {
+    "array": array,
+    "Endless": Endless,
+    "RaisingAt": RaisingAt,
+    "RaisingMapping": RaisingMapping,
+    "RaisingLen": RaisingLen,
+    "ListOwnIter": ListOwnIter,
+    "TupleOwnIter": TupleOwnIter,
+    "DictOwnValues": DictOwnValues,
+    "DequeOwnIter": DequeOwnIter,
+    "object_array": object_array,
+    "anonymous_mmap": anonymous_mmap,
+}
+
+
+class LockProbe(Mapping[str, object]):
+    """A Mapping that records, each time its own code runs, whether the manager's lock
+    is held (``is_held()``, ACCT-16): a walk reads a Mapping's values through that code
+    (ACCT-8)."""
+
+    def __init__(self, is_held: Callable[[], bool], **items: object) -> None:
+        self.is_held, self.contents = is_held, items
+        self.held: list[bool] = []
+
+    def _record(self) -> None:
+        self.held.append(bool(self.is_held()))
+
+    def __getitem__(self, key: str) -> object:
+        self._record()
+        return self.contents[key]
+
+    def __len__(self) -> int:
+        self._record()
+        return len(self.contents)
+
+    def __iter__(self) -> Iterator[str]:
+        self._record()
+        return iter(self.contents)
+
+    def __repr__(self) -> str:
+        return f"LockProbe({self.contents!r})"
 
 
 # --- Blame: the most specific clause a wrong total breaks -------------------

@@ -21,13 +21,19 @@ from hypothesis import strategies as st
 
 from sessionstate.conformance._machine.acct import (
     BLAMABLE,
+    OTHER_ITEMS,
+    POINTER_BYTES,
     Case,
+    Endless,
+    LockProbe,
     accounting_of,
     count,
     expect_bytes,
     run_case,
+    within_deadline,
 )
 from sessionstate.conformance._machine.composed_bytes import check_composed_bytes
+from sessionstate.conformance._machine.lock import RecordingLock
 from sessionstate.conformance._model.memory import (
     Held,
     allocate,
@@ -467,3 +473,150 @@ def test_evicted_and_dropped_sessions_do_not_count(subject: Any, device: str) ->
         check_equal(stats.get("total_nbytes"), total, "STATS-2", "stats()['total_nbytes']",
                     f"the sum of its nbytes:<device> keys, {program}")  # fmt: skip
         check_bytes(per_device, observed, "STATS-3", "stats() nbytes", f"beside {what}, {program}")
+
+
+# --- Hostile values: depth, containers with code of their own, buffers (ACCT-13..16) ---
+
+_T4 = "t = torch.zeros(4, dtype=torch.float32); "  # 16 bytes
+_U = "u = torch.zeros(2, dtype=torch.int64); "  # 16 bytes
+BUILT_IN_CASES = [
+    Case("list-subclass", _T4 + "v = ListOwnIter([t, [t]])", ("v",), ({"cpu": 16},)),
+    Case("tuple-subclass", _T4 + "v = TupleOwnIter((t,))", ("[v, v]",), ({"cpu": 16},)),
+    Case("dict-subclass", _T4 + "v = DictOwnValues(k=t)", ("{'a': v}",), ({"cpu": 16},)),
+    Case("deque-subclass", _T4 + "v = DequeOwnIter([t])", ("(v,)",), ({"cpu": 16},)),
+]
+OTHER_CONTAINER_CASES = [
+    Case("endless-sequence", _T4 + "e = Endless(t)", ("[e]",), ({"cpu": 16},)),
+    Case("endless-beside", _T4 + _U + "e = Endless(t)", ("[e, u]", "u"), ({"cpu": 32}, {})),
+    Case("endless-siblings", _T4 + _U, ("[Endless(t), Endless(u)]",), ({"cpu": 32},)),
+    Case("endless-of-endless", _T4, ("Endless(Endless(t))",), ({"cpu": 16},)),
+    Case("huge-range", _T4, ("[range(10**12), t]",), ({"cpu": 16},)),
+    Case("raising-mapping", _T4 + "m = RaisingMapping(k=t)", ("[m, t]",), ({"cpu": 16},)),
+    Case("raising-len", _T4 + "m = RaisingLen(k=t)", ("{'m': m}",), ({"cpu": 16},)),
+    Case(
+        "raising-item",
+        _T4 + _U + "s = RaisingAt(t, u)",
+        ("s", "[t, u]"),
+        ({"cpu": 32}, {}),
+    ),
+]
+_A = "a = array.array('d', bytes(8 * 1024)); "  # 8192 bytes
+BUFFER_CASES = [
+    Case("array-array", _A, ("a",), ({"cpu": 8192},)),
+    Case("array-views", _A, ("[memoryview(a), a, memoryview(a)[::2]]",), ({"cpu": 8192},)),
+    Case("array-numpy-alias", _A, ("np.frombuffer(a)", "a"), ({"cpu": 8192}, {})),
+    Case("mmap", "m = anonymous_mmap(4096)", ("{'m': m}",), ({"cpu": 4096},)),
+    Case("bytes-stay-values", "", ("[b'xy', bytearray(4), memoryview(b'xyz')]",), ({},)),
+]
+
+
+def _object_cases() -> list[Case]:
+    p = POINTER_BYTES
+    two = _T4 + _U + "o = object_array(t, u)"
+    return [
+        Case("object-array", two, ("o",), ({"cpu": 32 + 2 * p},)),
+        Case("object-array-view", two, ("[o[1:], t]",), ({"cpu": 32 + 2 * p},)),
+        Case(
+            "object-array-nested",
+            _T4 + "o = object_array([t], {'k': t})",
+            ("o",),
+            ({"cpu": 16 + 2 * p},),
+        ),
+        Case(
+            "object-array-of-itself",
+            _T4 + "o = object_array(t, None); o[1] = o",
+            ("o",),
+            ({"cpu": 16 + 2 * p},),
+        ),
+    ]
+
+
+@pytest.mark.clause("ACCT-13")
+def test_nesting_depth_has_no_limit(subject: Any) -> None:
+    """A tensor 100,000 containers deep (lists, dicts and tuples in turn) counts."""
+    accounting = accounting_of(subject)
+    value: object = torch.zeros(3, dtype=torch.int64)
+    for depth in range(100_000):
+        value = [value] if depth % 3 == 0 else {"k": value} if depth % 3 == 1 else (value,)
+    call = "device_bytes([{'k': ([...],)}] nested 100,000 deep around torch.zeros(3, dtype=torch.int64), set())"
+    observed = within_deadline(accounting, value, set(), "ACCT-13", call, "100,000 levels")
+    check_bytes(observed, {"cpu": 24}, "ACCT-13", call)
+
+
+@pytest.mark.clause("ACCT-13")
+@pytest.mark.parametrize("case", BUILT_IN_CASES, ids=lambda c: c.id)
+def test_built_in_containers_run_no_code_of_their_own(subject: Any, case: Case) -> None:
+    """Subclasses of dict, list, tuple and deque are read through the built-in iteration:
+    their own __iter__ / values(), which raise here, are never called."""
+    run_case(accounting_of(subject), case, "ACCT-13")
+
+
+@pytest.mark.clause("ACCT-14")
+@pytest.mark.parametrize("case", OTHER_CONTAINER_CASES, ids=lambda c: c.id)
+def test_other_containers_are_bounded_and_never_raise(subject: Any, case: Case) -> None:
+    """An endless Sequence and range(10**12) return; a Mapping or Sequence whose own code
+    raises ends its walk, and what it gave still counts."""
+    run_case(accounting_of(subject), case, "ACCT-14")
+
+
+@pytest.mark.clause("ACCT-14")
+def test_other_containers_yield_at_most_the_bound(subject: Any) -> None:
+    """At most 65,536 items are taken from each container with code of its own."""
+    accounting = accounting_of(subject)
+    t = torch.zeros(4)
+    endless = [Endless(t), Endless(t)]
+    call = "device_bytes([Endless(t), Endless(t)], set()) with t = torch.zeros(4)"
+    observed = within_deadline(accounting, endless, set(), "ACCT-14", call, "two endless")
+    check_bytes(observed, {"cpu": 16}, "ACCT-14", call)
+    served = max(e.served for e in endless)
+    # One more read is allowed: the one that finds the end of a finite Sequence.
+    check(
+        served <= OTHER_ITEMS + 1,
+        "ACCT-14",
+        f"{call} read {served} items of one Endless, more than {OTHER_ITEMS}",
+    )
+
+
+@pytest.mark.clause("ACCT-15")
+@pytest.mark.parametrize("case", BUFFER_CASES + _object_cases(), ids=lambda c: c.id)
+def test_buffers_and_object_arrays_count(subject: Any, case: Case) -> None:
+    """array.array and mmap count their buffer once, through any memoryview of it too;
+    bytes stay values; a NumPy object array counts its pointers and its elements."""
+    run_case(accounting_of(subject), case, "ACCT-15")
+
+
+def _probed_call(subject: Any, method: str) -> list[bool]:
+    """Whether the lock was held each time a probe Mapping in a session ran, during
+    ``manager.<method>()`` (its bytes are checked too)."""
+    made: list[RecordingLock] = []
+
+    def lock_factory() -> RecordingLock:
+        made.append(RecordingLock(reentry="allow"))
+        return made[-1]
+
+    with calling("ACCT-16", "make_manager(max_sessions=4, lock_factory=RecordingLock)"):
+        manager = subject.make_manager(max_sessions=4, lock_factory=lock_factory)
+    probe = LockProbe(lambda: any(lock.held for lock in made), k=torch.zeros(4))
+    with calling("ACCT-16", "get_or_create_session('probed').attrs['probe'] = ..."):
+        manager.get_or_create_session("probed").attrs["probe"] = probe
+    call = f"manager.{method}()"
+    with calling("ACCT-16", call):
+        result = getattr(manager, method)()
+    by_device = result if method == "nbytes_by_device" else {
+        k.removeprefix("nbytes:"): v for k, v in result.items() if k.startswith("nbytes:")}  # fmt: skip
+    check_bytes(
+        by_device, {"cpu": 16}, "ACCT-16", call, "attrs['probe'] = LockProbe(k=torch.zeros(4))"
+    )
+    return probe.held
+
+
+@pytest.mark.clause("ACCT-16")
+@pytest.mark.parametrize("method", ["nbytes_by_device", "stats"])
+def test_manager_counts_bytes_outside_its_lock(subject: Any, method: str) -> None:
+    """While a session's values are walked, the manager's lock is not held."""
+    held = _probed_call(subject, method)
+    call = f"manager.{method}()"
+    check(held, "ACCT-16", f"{call} never read the Mapping in attrs (ACCT-8 walks its values)")
+    check(not any(held), "ACCT-16",
+          f"{call} walked a session's attrs with the manager's lock held "
+          f"({sum(held)} of {len(held)} reads)")  # fmt: skip

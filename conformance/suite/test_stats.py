@@ -194,3 +194,23 @@ def test_conservation_after_each_call(subject: Any, name: str) -> None:
 def test_conservation_over_programs(subject: Any, max_sessions: int, program: list[Call]) -> None:
     """The same equation over generated programs on three ids and a cap of 1 to 3."""
     _check_conservation(subject, max_sessions, program)
+
+
+@pytest.mark.clause("STATS-6")
+@pytest.mark.parametrize(
+    "max_sessions", [True, False, float("nan"), float("inf"), float("-inf"), 2.5], ids=repr
+)
+def test_max_sessions_must_be_a_finite_positive_whole_number(
+    subject: Any, max_sessions: object
+) -> None:
+    """A bool, nan, an infinity or a non-whole float is rejected with TypeError or
+    ValueError: each would silently turn eviction off or cap by accident."""
+    call = f"make_manager(max_sessions={max_sessions!r})"
+    try:
+        manager = subject.make_manager(max_sessions=max_sessions)
+    except (TypeError, ValueError):
+        return
+    except Exception as error:
+        check_equal(repr(error), "TypeError or ValueError", "STATS-6", f"{call} raised")
+    else:
+        check_equal(manager.max_sessions, "a TypeError or ValueError", "STATS-6", call)

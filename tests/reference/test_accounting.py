@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import array
+import mmap
+import pickle
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
 
 from sessionstate.reference import SeenStorages, device_bytes, merge_bytes
+from sessionstate.reference.accounting import OTHER_ITEMS_PER_CALL, OTHER_ITEMS_PER_CONTAINER
 
 # Views that share their base's storage; the base is a (4, 8) float32 tensor of 128 bytes.
 _VIEWS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
@@ -404,3 +409,183 @@ class TestAliasesOfOneAllocation:
     def test_meta_storages_are_still_told_apart_by_identity(self) -> None:
         metas = [torch.empty(2, device="meta"), torch.empty(3, device="meta")]
         assert device_bytes(metas, set()) == {"meta": 20}
+
+
+class _Endless(Sequence[object]):
+    """A Sequence whose ``__getitem__`` never raises IndexError; counts its reads."""
+
+    def __init__(self, item: object) -> None:
+        self.item, self.reads = item, 0
+
+    def __getitem__(self, index: int) -> object:  # type: ignore[override]
+        self.reads += 1
+        return self.item
+
+    def __len__(self) -> int:
+        return 1
+
+
+class _RaisingIter(Mapping[str, object]):
+    """A Mapping whose iteration raises."""
+
+    def __getitem__(self, key: str) -> object:
+        return torch.zeros(1)
+
+    def __len__(self) -> int:
+        return 1
+
+    def __iter__(self) -> Iterator[str]:
+        raise RuntimeError("broken mapping")
+
+
+class _ListOwnIter(list[object]):
+    def __iter__(self) -> Iterator[object]:
+        raise AssertionError("own __iter__ called")
+
+
+class _TupleOwnIter(tuple[object, ...]):
+    def __iter__(self) -> Iterator[object]:
+        raise AssertionError("own __iter__ called")
+
+
+class _DictOwnValues(dict[str, object]):
+    def values(self) -> Any:
+        raise AssertionError("own values() called")
+
+
+class TestHostileValues:
+    """ACCT-13..15: values whose shape or code used to break or stall the walk."""
+
+    def test_nesting_100k_deep(self) -> None:
+        """ACCT-13: no recursion limit; the walk keeps its own stack."""
+        value: object = torch.zeros(2)
+        for depth in range(100_000):
+            value = [value] if depth % 2 else {"k": value}
+        assert device_bytes(value, set()) == {"cpu": 8}
+
+    def test_a_million_element_list(self) -> None:
+        """A 1M-int list with a tensor at its end is read in full (it is in memory)."""
+        value: list[object] = [*range(1_000_000), torch.zeros(3)]
+        assert device_bytes(value, set()) == {"cpu": 12}
+
+    def test_huge_range_is_a_value(self) -> None:
+        """ACCT-14: range(10**12) is not iterated."""
+        assert device_bytes([range(10**12), torch.zeros(1)], set()) == {"cpu": 4}
+
+    def test_endless_sequences_are_bounded_each(self) -> None:
+        """ACCT-14: at most OTHER_ITEMS_PER_CONTAINER reads of each, so siblings count."""
+        endless = [_Endless(torch.zeros(2)), _Endless(torch.zeros(3)), _Endless(torch.zeros(1))]
+        assert device_bytes(endless, set()) == {"cpu": 24}
+        assert [e.reads for e in endless] == [OTHER_ITEMS_PER_CONTAINER] * 3
+
+    def test_nested_endless_sequences_are_bounded_in_all(self) -> None:
+        """ACCT-14: fresh endless containers inside endless ones stop at the per-call bound."""
+        made: list[_Endless] = []
+
+        class Fresh(Sequence[object]):
+            def __getitem__(self, index: int) -> object:  # type: ignore[override]
+                made.append(_Endless(None))
+                return made[-1]
+
+            def __len__(self) -> int:
+                return 1
+
+        assert device_bytes(Fresh(), set()) == {}
+        assert len(made) + sum(e.reads for e in made) == OTHER_ITEMS_PER_CALL
+
+    def test_each_call_has_its_own_budget(self) -> None:
+        """The bounds are per call: a second call reads the container again."""
+        endless, seen = _Endless(torch.zeros(2)), set[object]()
+        assert device_bytes(endless, seen) == {"cpu": 8}
+        assert device_bytes([endless, torch.zeros(1)], seen) == {"cpu": 4}
+        assert endless.reads == 2 * OTHER_ITEMS_PER_CONTAINER
+
+    def test_raising_mapping_counts_the_rest(self) -> None:
+        """ACCT-14, ACCT-9: an iteration that raises ends that container only."""
+        assert device_bytes([_RaisingIter(), torch.zeros(5)], set()) == {"cpu": 20}
+
+    def test_subclass_iteration_is_not_called(self) -> None:
+        """ACCT-13: list and dict subclasses are read through the built-in iteration."""
+        value = [_ListOwnIter([torch.zeros(1)]), _DictOwnValues(k=torch.zeros(2))]
+        assert device_bytes(value, set()) == {"cpu": 12}
+
+    def test_array_array_counts_its_buffer(self) -> None:
+        """ACCT-15: an 8 MB array.array counts 8 MB, once through its views too."""
+        buffer = array.array("d", bytes(8 << 20))
+        value = [buffer, memoryview(buffer), memoryview(buffer)[::2]]
+        assert device_bytes(value, set()) == {"cpu": 8 << 20}
+
+    def test_buffer_shared_with_numpy_counts_once(self) -> None:
+        """ACCT-15, ACCT-7: np.frombuffer of an array.array is the same memory."""
+        buffer, seen = array.array("f", bytes(64)), set[object]()
+        assert device_bytes(np.frombuffer(buffer, dtype=np.float32), seen) == {"cpu": 64}
+        assert device_bytes(buffer, seen) == {}
+
+    def test_mmap_counts_its_buffer(self) -> None:
+        """ACCT-15: any buffer exporter, not only array.array."""
+        with mmap.mmap(-1, 4096) as mapped:
+            assert device_bytes({"m": mapped}, set()) == {"cpu": 4096}
+
+    @pytest.mark.parametrize(
+        "value", [b"xyz" * 100, bytearray(300), memoryview(b"abc"), np.float64(1.0)], ids=type
+    )
+    def test_byte_strings_and_numpy_scalars_stay_values(self, value: object) -> None:
+        """ACCT-8: bytes, bytearray (and views of them) and NumPy scalars count nothing."""
+        assert device_bytes(value, set()) == {}
+
+    def test_numpy_object_array_of_tensors(self) -> None:
+        """ACCT-15: the pointers and the two 4 MB tensors; a view walks the owner."""
+        a, b = torch.zeros(1 << 20), torch.zeros(1 << 20)
+        objects = np.empty(2, dtype=object)
+        objects[0], objects[1] = a, b
+        assert device_bytes(objects, set()) == {"cpu": 16 + (8 << 20)}
+        assert device_bytes([objects[1:], a], set()) == {"cpu": 16 + (8 << 20)}
+
+    def test_numpy_object_array_holding_itself(self) -> None:
+        """An object array that holds itself terminates."""
+        objects = np.empty((2, 1), dtype=object)
+        objects[0, 0], objects[1, 0] = torch.zeros(3), objects
+        assert device_bytes(objects, set()) == {"cpu": 16 + 12}
+
+    def test_other_containers_reached_twice_are_walked_once(self) -> None:
+        """A custom Mapping holding itself, and a custom Sequence reached twice, end."""
+        pair = _Pair(torch.zeros(1))
+        proxy_target: dict[str, object] = {"t": torch.zeros(2)}
+        proxy = MappingProxyType(proxy_target)
+        proxy_target["self"] = proxy
+        assert device_bytes([pair, pair, proxy], set()) == {"cpu": 12}
+
+    def test_tuple_subclass(self) -> None:
+        """ACCT-13: a tuple subclass (a named tuple) is read as a tuple."""
+        value = torch.Size([3]), _TupleOwnIter((torch.zeros(3),))
+        assert device_bytes(value, set()) == {"cpu": 12}
+
+    def test_memoryview_of_numpy_array_counts_the_owner(self) -> None:
+        """ACCT-15, ACCT-6: a memoryview of an ndarray is that array's owner's buffer."""
+        owner = np.zeros(8, dtype=np.float32)
+        assert device_bytes([memoryview(owner[2:]), owner], set()) == {"cpu": 32}
+
+    def test_released_buffers_count_nothing(self) -> None:
+        """A released memoryview or PickleBuffer holds nothing alive and never raises."""
+        view = memoryview(array.array("b", bytes(8)))
+        view.release()
+        released = pickle.PickleBuffer(array.array("b", bytes(8)))
+        released.release()
+        assert device_bytes([view, released], set()) == {}
+
+    def test_empty_buffer_counts_nothing(self) -> None:
+        """A zero-length buffer has no bytes to count."""
+        assert device_bytes(array.array("d"), set()) == {}
+
+    def test_strided_buffer_counts_by_identity(self) -> None:
+        """A buffer with no single address (a strided export) counts its bytes once."""
+        strided = pickle.PickleBuffer(np.zeros(10)[::2])
+        seen = set[object]()
+        assert device_bytes([strided, strided], seen) == {"cpu": 40}
+        assert device_bytes(strided, seen) == {}
+
+    def test_numpy_object_array_reached_twice(self) -> None:
+        """An object array seen through two views is walked once."""
+        objects = np.empty(3, dtype=object)
+        objects[:] = [torch.zeros(1), None, 1.5]
+        assert device_bytes([objects, objects[::2]], set()) == {"cpu": 24 + 4}

@@ -5,9 +5,10 @@ from __future__ import annotations
 import contextlib
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
 
+import numpy as np
 import pytest
 import torch
 
@@ -431,3 +432,96 @@ class TestSessionStateManagerRaiseMaxSessions:
         with pytest.raises(ValueError, match="max_sessions must be positive"):
             manager.raise_max_sessions(cap)
         assert manager.max_sessions == 2
+
+
+class TestCapsAreFinitePositiveWholeNumbers:
+    @pytest.mark.parametrize(
+        ("bad", "error"),
+        [
+            (True, TypeError),
+            (False, TypeError),
+            (float("nan"), ValueError),
+            (float("inf"), ValueError),
+            (float("-inf"), ValueError),
+            (2.5, ValueError),
+            ("4", TypeError),
+            (None, TypeError),
+        ],
+        ids=repr,
+    )
+    def test_rejected_at_construction_and_when_raised(
+        self, bad: object, error: type[Exception]
+    ) -> None:
+        """STATS-6: nan or inf would turn eviction off; a bool is a cap by accident."""
+        with pytest.raises(error, match="max_sessions must be"):
+            SessionStateManager(max_sessions=bad)  # type: ignore[arg-type]
+        manager = SessionStateManager(max_sessions=2)
+        with pytest.raises(error, match="max_sessions must be"):
+            manager.raise_max_sessions(bad)  # type: ignore[arg-type]
+        assert manager.max_sessions == 2
+
+    @pytest.mark.parametrize("good", [3, 3.0, np.int64(3)], ids=repr)
+    def test_whole_numbers_are_stored_as_given(self, good: int) -> None:
+        """An integral float and a NumPy integer are whole numbers: stored as given
+        (STATS-1), and the cap holds."""
+        manager = SessionStateManager(max_sessions=good)
+        assert manager.max_sessions is good
+        for session_id in "abcde":
+            manager.get_or_create_session(session_id)
+        assert (len(manager), manager.evictions) == (3, 2)
+
+
+class _Probe(Mapping[str, object]):
+    """A Mapping that records whether ``lock`` is held whenever its own code runs."""
+
+    def __init__(self, lock: _StrictLock, value: object) -> None:
+        self.lock, self.value, self.held = lock, value, list[bool]()
+
+    def __getitem__(self, key: str) -> object:
+        self.held.append(self.lock.held)
+        return self.value
+
+    def __len__(self) -> int:
+        self.held.append(self.lock.held)
+        return 1
+
+    def __iter__(self) -> Iterator[str]:
+        self.held.append(self.lock.held)
+        return iter(["k"])
+
+
+class TestCountingOutsideTheLock:
+    @pytest.mark.parametrize("call", ["nbytes_by_device", "stats"])
+    def test_values_are_walked_with_the_lock_released(self, call: str) -> None:
+        """ACCT-16: the table is read under the lock, the sessions counted after it."""
+        lock = _StrictLock()
+        manager = SessionStateManager(max_sessions=2, lock_factory=lambda: lock)
+        probe = _Probe(lock, torch.zeros(4))
+        manager.get_or_create_session("a").attrs["probe"] = probe
+        result = getattr(manager, call)()
+        assert (result.get("cpu", result.get("nbytes:cpu")), lock.entries) == (16, 2)
+        assert probe.held and not any(probe.held)
+
+    def test_stats_counts_the_sessions_of_its_snapshot(self) -> None:
+        """A session dropped while stats() walks is still among the sessions counted (it
+        was in the table when the counters were read), with what it holds when walked:
+        a drop resets it, so nothing."""
+        manager = SessionStateManager(max_sessions=4)
+        held = torch.zeros(8)
+
+        class DropsWhileWalked(Mapping[str, object]):
+            def __getitem__(self, key: str) -> object:
+                manager.drop_session("b")  # another thread, as far as the lock knows
+                return held
+
+            def __len__(self) -> int:
+                return 1
+
+            def __iter__(self) -> Iterator[str]:
+                return iter(["k"])
+
+        manager.get_or_create_session("a").attrs["x"] = DropsWhileWalked()
+        manager.get_or_create_session("b").attrs["y"] = torch.zeros(2)
+        stats = manager.stats()
+        assert (stats["sessions"], stats["nbytes:cpu"]) == (2, 32)
+        assert (len(manager), manager.nbytes_by_device()) == (1, {"cpu": 32})

@@ -17,7 +17,17 @@ import pytest
 
 from sessionstate.fixtures import upstream_like
 
-GENUINE = {"ACCT-3", "ACCT-7", "ACCT-9", "RESET-2"}
+GENUINE = {
+    "ACCT-3",
+    "ACCT-7",
+    "ACCT-9",
+    "ACCT-13",
+    "ACCT-14",
+    "ACCT-15",
+    "ACCT-16",
+    "RESET-2",
+    "STATS-6",
+}
 MAY_FAIL = {"ACCT-12"}
 EXPECTATIONS = Path(upstream_like.__file__).with_suffix(".expectations")
 
