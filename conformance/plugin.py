@@ -747,8 +747,11 @@ def _database_faults() -> list[dict[str, Any]]:
     none in a run that never opened a database."""
     import sys
 
-    module = sys.modules.get("sessionstate.conformance._harness.database")
-    return module.drain_faults() if module is not None else []
+    if "sessionstate.conformance._harness.database" not in sys.modules:
+        return []
+    from sessionstate.conformance._harness.database import drain_faults
+
+    return drain_faults()
 
 
 def _merge_faults(faults: str | list[dict[str, Any]] | None) -> None:
