@@ -35,6 +35,7 @@ from hypothesis.database import (
 )
 
 from sessionstate.cli import main
+from sessionstate.conformance._harness import database as database_module
 from sessionstate.conformance._harness.database import (
     GuardedDatabase,
     drain_faults,
@@ -215,11 +216,18 @@ def test_faults_of_several_processes_add_up_to_the_first_error() -> None:
     ]
 
 
+@pytest.fixture
+def own_guards(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This test's guarded databases only, gone after it (no fault left for the next)."""
+    monkeypatch.setattr(database_module, "_GUARDED", {})
+
+
+@pytest.mark.usefixtures("own_guards")
 def test_a_guarded_database_reports_through_drain_faults(tmp_path: Path) -> None:
     (tmp_path / "db").mkdir()
     guard = guarded_database(str(tmp_path / "db"))
     assert guarded_database(str(tmp_path / "db")) is guard  # one per name and process
-    drain_faults()  # whatever earlier tests of this process left
+    assert drain_faults() == []
     shutil.rmtree(tmp_path / "db")
     assert list(guard.fetch(KEY)) == []
     [fault] = drain_faults()
@@ -228,6 +236,7 @@ def test_a_guarded_database_reports_through_drain_faults(tmp_path: Path) -> None
     assert drain_faults() == []
 
 
+@pytest.mark.usefixtures("own_guards")
 def test_a_server_gone_before_a_process_opens_it_is_the_first_calls_fault() -> None:
     """An xdist worker opens the database after the check found it answering: a server
     gone by then fails no test and is no usage error, but the run's fault."""
@@ -238,7 +247,8 @@ def test_a_server_gone_before_a_process_opens_it_is_the_first_calls_fault() -> N
     assert guard.fault.error.startswith("ConnectionError: Error 111 connecting to 127.0.0.1:")
     assert (guard.fault.database, guard.fault.count) == (redact(url), 1)
     assert SECRET in url and SECRET not in repr(guard)
-    drain_faults()
+    [fault] = drain_faults()
+    assert fault == guard.fault.as_json()
 
 
 @pytest.mark.parametrize(
