@@ -216,6 +216,33 @@ def test_faults_of_several_processes_add_up_to_the_first_error() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("backend", "breaks", "error"),
+    [
+        (_directory, _remove_directory, "FileNotFoundError: the directory"),
+        (_directory, _file_for_directory, "NotADirectoryError: the directory"),
+        (_redis_refused, _nothing, "ConnectionError: Error 111 connecting"),
+    ],
+    ids=["directory-removed", "file-where-the-directory-was", "redis-refused"],
+)
+def test_the_fuzz_watcher_turns_a_failing_database_into_the_runs_fault(
+    backend: Callable[[Path], ExampleDatabase],
+    breaks: Callable[[ExampleDatabase, Path], None],
+    error: str,
+    tmp_path: Path,
+) -> None:
+    """``sessionstate fuzz`` polls the database HypoFuzz writes: a failure there ends the
+    watch with the error (then exit 4), where a directory database alone would say nothing."""
+    pytest.importorskip("hypofuzz", reason="HypoFuzz is in the [fuzz] and [test] extras")
+    from sessionstate.conformance._harness.fuzz import FailureWatcher, _Outcome, _watch
+
+    db = backend(tmp_path)
+    breaks(db, tmp_path)
+    outcome = _Outcome()
+    assert _watch(FailureWatcher(db, since=time.time()), outcome) is None
+    assert outcome.infrastructure is not None and outcome.infrastructure.startswith(error)
+
+
 @pytest.fixture
 def own_guards(monkeypatch: pytest.MonkeyPatch) -> None:
     """This test's guarded databases only, gone after it (no fault left for the next)."""
