@@ -476,7 +476,7 @@ def _alive_in_group(group: int) -> list[int]:
 
 @pytest.mark.parametrize("case", OUTAGES, ids=lambda c: c.id)
 def test_a_database_failing_mid_run_exits_4_in_one_line(
-    case: Outage, tmp_path: Path, redis_server: Callable[..., Any]
+    case: Outage, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     if case.command == "fuzz":
         pytest.importorskip("hypofuzz", reason="HypoFuzz is in the [fuzz] and [test] extras")
@@ -484,7 +484,8 @@ def test_a_database_failing_mid_run_exits_4_in_one_line(
     go, reached, report = tmp_path / "go", tmp_path / "reached", tmp_path / "r.json"
     server = None
     if case.database == "redis":
-        server = redis_server(password=SECRET)
+        # Only the Redis rows need (or skip without) a redis-server.
+        server = request.getfixturevalue("redis_server")(password=SECRET)
         database, shown = server.url(case.user), redact(server.url(case.user))
     else:
         (tmp_path / "db").mkdir()
