@@ -177,6 +177,7 @@ def pytest_configure(config: pytest.Config) -> None:
     call_timeout = _call_timeout(config)
     _RECORDS.clear()
     _STOPPED.clear()
+    _INFRASTRUCTURE.clear()
     state: _RunState = {
         "target": target,
         "profile": profile,
@@ -362,6 +363,7 @@ def pytest_testnodedown(node: Any, error: object | None) -> None:
     if facts is not None and _STATE in node.config.stash:
         state = _state(node.config)
         state["facts"] = state["facts"] or facts
+    _merge_faults(getattr(node, "workeroutput", {}).get("sessionstate_infrastructure"))
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -657,6 +659,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = outcome.get_result()
     if blob:
         report.user_properties.append(("sessionstate_reproduce", blob))
+    faults = _database_faults()
+    if faults:  # to the process that writes the results, xdist's controller included
+        report.user_properties.append(("sessionstate_infrastructure", json.dumps(faults)))
     ids = item_clauses(item)
     if not ids:
         return
@@ -713,6 +718,7 @@ def _reproduce_hint(item: pytest.Item, call: pytest.CallInfo[None]) -> str:
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     # The sessionstate_* properties read here are the str ones pytest_runtest_makereport adds.
     props = cast("dict[str, str]", dict(report.user_properties))
+    _merge_faults(props.get("sessionstate_infrastructure"))
     if "sessionstate_clauses" not in props:
         return
     if report.when != "call" and not (report.failed or report.skipped):
@@ -737,6 +743,29 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 _RECORDS: list[dict[str, Any]] = []
+#: How the example database failed in this run (``database.merge_faults``), by database.
+_INFRASTRUCTURE: dict[str, dict[str, Any]] = {}
+
+
+def _database_faults() -> list[dict[str, Any]]:
+    """This process's database faults since the last call (``database.drain_faults``);
+    none in a run that never opened a database."""
+    import sys
+
+    if "sessionstate.conformance._harness.database" not in sys.modules:
+        return []
+    from sessionstate.conformance._harness.database import drain_faults
+
+    return drain_faults()
+
+
+def _merge_faults(faults: str | list[dict[str, Any]] | None) -> None:
+    """Add ``faults`` (a JSON list, or the list) to the run's ``_INFRASTRUCTURE``."""
+    if not faults:
+        return
+    from sessionstate.conformance._harness.database import merge_faults
+
+    merge_faults(_INFRASTRUCTURE, json.loads(faults) if isinstance(faults, str) else faults)
 
 
 def _first_line_of_failure(report: pytest.TestReport) -> str:
@@ -812,7 +841,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(config, "workerinput"):  # an xdist worker: the controller reports
         if state["subject"] is not None:  # it collected conformance tests
             config.workeroutput["sessionstate"] = _facts(config)  # type: ignore[attr-defined]
+        config.workeroutput["sessionstate_infrastructure"] = _database_faults()  # type: ignore[attr-defined]
         return
+    _merge_faults(_database_faults())
     no_run = (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.NO_TESTS_COLLECTED)
     if exitstatus in no_run or config.option.collectonly:
         return  # no test ran, nor was one to: a report from an earlier run stays as it was
@@ -830,6 +861,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "seed": state["seed"],
         "seconds": round(time.monotonic() - state["started"], 2),
         **_how_it_ended(session, exitstatus),
+        # The example database failing mid-run (database.GuardedDatabase): never a clause's.
+        "infrastructure": list(_INFRASTRUCTURE.values()),
         # When the run ended, in UTC: the matrix and the JUnit XML say how old a result is.
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }

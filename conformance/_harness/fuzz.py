@@ -10,7 +10,10 @@ shrank, so the clause table and the shrunk program are the check's own.
 Exit status: 0 nothing found (the examples run are listed per clause group); 1 a clause
 failed (the check's table follows); 2 misuse (one line: a bad target, clause, database,
 ``--seconds``, or the ``[fuzz]`` extra missing); 3 incomplete: no example ran (the time
-was up before HypoFuzz's workers started one); 130 interrupted.
+was up before HypoFuzz's workers started one); 4 infrastructure (one line): the example
+database cannot be reached, or failed while HypoFuzz ran (HypoFuzz is then stopped, and
+nothing is blamed on the subject); 130 interrupted. A database URL is printed with its
+password redacted (``database.redact``).
 
 What counts as an example: one run of a property's body on one input, in any of HypoFuzz's
 worker processes (generated, mutated, replayed from its corpus, or tried while shrinking).
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["COUNTS_ENV", "FuzzOptions", "count_examples", "fuzz_arguments", "run_fuzz"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_INFRASTRUCTURE = 4
 #: Set by ``sessionstate fuzz`` for HypoFuzz's workers: the folder their counts go to.
 COUNTS_ENV = "SESSIONSTATE_FUZZ_COUNTS"
 DEFAULT_SECONDS = 600
@@ -111,12 +115,21 @@ def fuzz_arguments(options: FuzzOptions, database: str) -> list[str]:
 
 def run_fuzz(options: FuzzOptions) -> int:
     """Fuzz as ``options`` say; report; return the exit status."""
+    from sessionstate.conformance._harness.database import (
+        InfrastructureError,
+        describe,
+        open_database,
+        redact,
+    )
+
     try:
         spec = validate(options)
+    except InfrastructureError as error:
+        print(f"sessionstate fuzz: error: {error}", file=sys.stderr)
+        return EXIT_INFRASTRUCTURE
     except UsageError as error:
         print(f"sessionstate fuzz: error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    from sessionstate.conformance._harness.database import describe, open_database
 
     database = open_database(spec, create=True)
     selection = ", ".join(options.clauses) or "every clause"
@@ -141,12 +154,17 @@ def run_fuzz(options: FuzzOptions) -> int:
             log_text = log.read()
     elapsed = time.time() - started
     total = sum(counts.values())
+    if outcome.infrastructure:
+        print(f"sessionstate fuzz: error: the example database {describe(spec)} failed during "
+              f"the run: {outcome.infrastructure}; HypoFuzz was stopped after {elapsed:.0f} s "
+              "(nothing is blamed on the subject)", file=sys.stderr)  # fmt: skip
+        return EXIT_INFRASTRUCTURE
     if outcome.found:
         print(f"sessionstate fuzz: {outcome.found} failed after {elapsed:.0f} s and "
               f"{total:,} examples; replaying it with 'sessionstate check --database':")  # fmt: skip
         return _replay(options, spec)
     if outcome.died:
-        tail = [line for line in log_text.strip().splitlines() if line.strip()][-15:]
+        tail = [redact(line) for line in log_text.strip().splitlines() if line.strip()][-15:]
         print("\n".join(tail), file=sys.stderr)
         print(f"sessionstate fuzz: error: hypothesis fuzz stopped after {elapsed:.0f} s "
               "without a failure to replay; its last lines are above", file=sys.stderr)  # fmt: skip
@@ -168,6 +186,8 @@ def run_fuzz(options: FuzzOptions) -> int:
 class _Outcome:
     found: str | None = None  # the failing test's node id
     died: bool = False  # HypoFuzz stopped by itself with nothing to replay
+    #: How the database failed (``Type: message``), when it did: the run stopped there.
+    infrastructure: str | None = None
 
 
 def _fuzz(
@@ -192,15 +212,15 @@ def _fuzz(
     try:
         deadline = time.monotonic() + options.seconds
         while True:
-            found = watcher.poll()
-            if found:
+            found = _watch(watcher, outcome)
+            if found or outcome.infrastructure:
                 outcome.found = found
                 break
             if process.poll() is not None:
                 # It stops by itself once every test failed: give the last save a moment.
                 time.sleep(_POLL)
-                outcome.found = watcher.poll()
-                outcome.died = outcome.found is None
+                outcome.found = _watch(watcher, outcome)
+                outcome.died = outcome.found is None and outcome.infrastructure is None
                 break
             left = deadline - time.monotonic()
             if left <= 0:
@@ -211,6 +231,23 @@ def _fuzz(
         progress.done()
         _stop(process)
     return outcome
+
+
+def _watch(watcher: FailureWatcher, outcome: _Outcome) -> str | None:
+    """``watcher.poll()``; when the database fails instead (``database.backend_errors``, a
+    directory gone), ``None``, with the error in ``outcome.infrastructure``."""
+    from sessionstate.conformance._harness.database import (
+        backend_errors,
+        check_alive,
+        describe_error,
+    )
+
+    try:
+        check_alive(watcher.raw)
+        return watcher.poll()
+    except backend_errors() as error:
+        outcome.infrastructure = describe_error(error)
+        return None
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

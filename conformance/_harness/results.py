@@ -11,6 +11,10 @@ its clauses unchecked when their other tests ran, and skipped when none did.
 A run that stopped before its last test (Ctrl-C, collection errors, ``-x``) or ran
 one test alone (``--reproduce``) leaves every clause whose tests did not all run
 unchecked, never passed; an interrupted run's verdict is ``incomplete`` whatever ran.
+
+A run whose example database failed (``run["infrastructure"]``: ``database.Fault``s) may
+have missed a stored failure it was to replay: it is never ``conformant`` (``incomplete``
+instead); a clause failure it found is real, so ``non-conformant`` stays.
 """
 
 from __future__ import annotations
@@ -188,7 +192,8 @@ def results_json(
     ended before its last test, or ``None``), ``interrupted`` (stopped other than at a
     failure, as ``-x`` asks: the verdict is then ``incomplete``), ``tests_collected``,
     and ``unfinished``: the clauses whose tests did not all run (``None``: not known, so
-    every clause), with ``unfinished_why`` for their notes.
+    every clause), with ``unfinished_why`` for their notes; and ``infrastructure``: how
+    the example database failed (``database.Fault.as_json``), copied to the results.
     """
     records = [TestRecord(**t) for t in tests]
     results = aggregate(records, expectations, selected)
@@ -197,6 +202,10 @@ def results_json(
     if unfinished is None or unfinished:
         mark_unfinished(results, unfinished, run.get("unfinished_why") or "the run stopped")
     interrupted = bool(run.get("interrupted"))
+    infrastructure = list(run.get("infrastructure") or [])
+    judged = verdict(results, strict=strict)
+    if interrupted or (infrastructure and judged == "conformant"):
+        judged = "incomplete"
     unmatched = [
         f"{e.target} (line {e.line})"
         for e in expectations_unmatched(expectations, ((r.nodeid, r.clauses) for r in records))
@@ -207,8 +216,9 @@ def results_json(
         "suite_version": run["suite_version"],
         "profile": run["profile"],
         "seed": run["seed"],
-        "verdict": "incomplete" if interrupted else verdict(results, strict=strict),
+        "verdict": judged,
         "interrupted": interrupted,
+        "infrastructure": infrastructure,
         "stopped": stopped,
         "tests_collected": run.get("tests_collected"),
         "strict": strict,

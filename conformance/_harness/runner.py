@@ -4,9 +4,12 @@ Exit status: 0 every MUST clause passed (SHOULD failures are warnings unless
 ``strict``); 1 a clause failed; 2 the suite was misused (bad target, capability,
 expectations file, clause id, profile); 3 no clause failed, but a MUST clause
 was not checked to the end (its tests stopped at an expected or SHOULD failure, or the
-run stopped before they ran); 4 a report could not be written (a full disk, a closed
-pipe: one line naming it, after the verdict table); 130 the run was interrupted
-(Ctrl-C): the reports it writes say ``"interrupted": true`` and ``"verdict": "incomplete"``.
+run stopped before they ran); 4 infrastructure, never the subject's fault: the example
+database could not be reached, or failed during the run (``infrastructure_status``; a
+clause failure found anyway, 1, wins over it), or a report could not be written (a full
+disk, a closed pipe: one line naming it, after the verdict table); 130 the run was
+interrupted (Ctrl-C): the reports it writes say ``"interrupted": true`` and
+``"verdict": "incomplete"``.
 
 Everything that can be found wrong with the request is found before the first test:
 the target imports and its hooks answer (one call each, under the call deadline),
@@ -30,12 +33,13 @@ from typing import Any
 from sessionstate.conformance.clauses import all_clauses
 from sessionstate.conformance.subject import DEFAULT_TARGET, UsageError
 
-__all__ = ["CheckOptions", "reproduce_command", "run_check"]
+__all__ = ["CheckOptions", "infrastructure_status", "reproduce_command", "run_check"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 #: 128 + SIGINT, as a shell reports a command ended by Ctrl-C.
 EXIT_INTERRUPTED = 130
-#: Not the subject's fault nor the user's: a report that cannot be written (a full disk).
+#: Not the subject's fault nor the user's: an example database that fails, a report that
+#: cannot be written (a full disk).
 EXIT_INFRASTRUCTURE = 4
 #: The most worker processes ``-n`` may start: more than this many per core only thrashes.
 MAX_WORKERS_PER_CPU = 4
@@ -428,8 +432,13 @@ def run_check(options: CheckOptions) -> int:
     """Run the suite as ``options`` say; print the summary; return the exit status."""
     import pytest
 
+    from sessionstate.conformance._harness.database import InfrastructureError
+
     try:
         validate(options)
+    except InfrastructureError as error:
+        print(f"sessionstate check: error: {error}", file=sys.stderr)
+        return EXIT_INFRASTRUCTURE
     except UsageError as error:
         print(f"sessionstate check: error: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -461,10 +470,39 @@ def run_check(options: CheckOptions) -> int:
             return _error(f"the run was stopped: {stopped}")
         return _interrupted(results, options)
     if options.strict and results["unmatched_expectations"]:
-        return EXIT_FAILED
-    return {"conformant": EXIT_OK, "incomplete": EXIT_INCOMPLETE}.get(
+        return infrastructure_status(results, EXIT_FAILED)
+    status = {"conformant": EXIT_OK, "incomplete": EXIT_INCOMPLETE}.get(
         results["verdict"], EXIT_FAILED
     )
+    return infrastructure_status(results, status)
+
+
+def infrastructure_status(results: dict[str, Any], status: int) -> int:
+    """The exit status of a run that would exit ``status``, given how its example database
+    failed (``results["infrastructure"]``), with one line on stderr when it did.
+
+    A database that failed mid-run is nobody's clause: what it held may not have been
+    replayed, so a run that found nothing wrong (0) or left something unchecked (3) exits
+    4, saying its verdict does not count. A clause failure found anyway (1) was reproduced
+    against the subject and stands: the status stays 1, and the line is a warning.
+    """
+    faults = results.get("infrastructure") or []
+    if not faults:
+        return status
+    fault = faults[0]
+    calls = fault["count"]
+    failed = (
+        f"the example database {fault['database']} failed during the run ({calls} "
+        f"call{'s' if calls != 1 else ''} lost): {fault['error']}"
+    )
+    if status == EXIT_FAILED:
+        print(f"sessionstate check: warning: {failed}; the clause failure above was found "
+              "against the subject and stands, but stored failures may not all have been "
+              "replayed", file=sys.stderr)  # fmt: skip
+        return status
+    print(f"sessionstate check: error: {failed}; the verdict above does not count "
+          "(nothing is blamed on the subject)", file=sys.stderr)  # fmt: skip
+    return EXIT_INFRASTRUCTURE
 
 
 def _error(message: str) -> int:

@@ -15,13 +15,30 @@ import pytest
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
 
+#: Read by ``hypothesis.entry_points.run``: set, ``import hypothesis`` loads no plugin.
+NO_PLUGINS_ENV = "HYPOTHESIS_NO_PLUGINS"
+#: anyio's pytest plugin imports trio at load; no command test uses it.
+LEAN_ADDOPTS = "-p no:anyio"
+
+
 @pytest.fixture
 def run_cli(tmp_path: Path) -> Run:
-    """``run_cli("check", ...)`` runs ``python -m sessionstate`` with tmp_path importable."""
+    """``run_cli("check", ...)`` runs ``python -m sessionstate`` with tmp_path importable.
 
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
+    Without Hypothesis' plugins (``HYPOTHESIS_NO_PLUGINS``) nor anyio's pytest plugin
+    (``LEAN_ADDOPTS``): HypoFuzz's entry point and anyio's import trio and more, ~22 % of a
+    pytest process's start-up, and no command but ``fuzz`` needs them. ``fuzz`` keeps them
+    (``hypothesis fuzz`` is that plugin's command), as does ``plugins=True``.
+    """
+
+    def run(*args: str, plugins: bool = False) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "PYTHONPATH": str(tmp_path)}
         env.pop("SESSIONSTATE_SUBJECT", None)
+        if plugins or "fuzz" in args[:1]:
+            env.pop(NO_PLUGINS_ENV, None)
+        else:
+            env[NO_PLUGINS_ENV] = "1"
+            env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} {LEAN_ADDOPTS}".strip()
         return subprocess.run(
             [sys.executable, "-m", "sessionstate", *args],
             capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,

@@ -1,21 +1,14 @@
 """A Redis example database shared by runs, against a real ``redis-server``.
 
 What one run saves there (a fuzzing host's ``sessionstate fuzz``) the next replays (a CI
-job's ``sessionstate check --database redis://...``). The server is started here on a free
-local port and stopped at teardown. Without the ``redis-server`` binary the test skips,
+job's ``sessionstate check --database redis://...``). The server (``redis_url``, in
+tests/conftest.py) is started on a free local port and stopped at teardown. Without the ``redis-server`` binary the test skips,
 saying so, except in CI (``CI=true``), where .ci/run installs it and its absence fails.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import socket
-import subprocess
-import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -25,48 +18,6 @@ pytest.importorskip("hypofuzz", reason="HypoFuzz is in the [fuzz] and [test] ext
 redis = pytest.importorskip("redis", reason="redis is in the [fuzz] extra")
 
 ZOO = "sessionstate.fixtures.zoo.lru_mru_eviction:subject"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@pytest.fixture
-def redis_url(tmp_path: Path) -> Iterator[str]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("redis-server is not installed; .ci/run installs it (apt redis-server)")
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
-    port = _free_port()
-    server = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(tmp_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    try:
-        client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    output = server.stdout.read().decode() if server.stdout else ""
-                    pytest.fail(f"redis-server did not start on port {port}: {output[-2000:]}")
-                time.sleep(0.1)
-        client.close()
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
 
 
 def test_a_failure_fuzzed_into_redis_is_replayed_by_check(run_cli: Run, redis_url: str) -> None:

@@ -13,6 +13,12 @@ from typing import Any
 
 import pytest
 
+#: Detection needs neither Hypothesis' plugins (``HYPOTHESIS_NO_PLUGINS``, read by
+#: ``hypothesis.entry_points.run``: HypoFuzz's is one, and imports trio, click, psutil...)
+#: nor anyio's pytest plugin (which imports trio too): together they are ~22 % of the
+#: instructions a pytest process spends starting up, in each of a few hundred processes.
+LEAN_ENV = {"HYPOTHESIS_NO_PLUGINS": "1"}
+LEAN_ADDOPTS = "-p no:anyio"
 #: Generous: one zoo run takes a few seconds, a full-suite run under a minute.
 TIMEOUT_S = 600
 
@@ -61,6 +67,8 @@ def run_check(tmp_path: Path) -> Check:
         if expectations:
             command += ["--expectations", expectations]
         env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONSTATE_")}
+        env.update(LEAN_ENV)
+        env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} {LEAN_ADDOPTS}".strip()
         # cwd=tmp_path: nothing the run writes lands in the checkout.
         done = subprocess.run(
             command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=TIMEOUT_S
