@@ -28,7 +28,8 @@ from sessionstate.conformance._model.bitwise import (
 )
 from sessionstate.conformance.adapters import POLICIES, Call, adapter_policies
 from sessionstate.conformance.checks import ClauseFailure
-from sessionstate.fixtures import rollout_example
+from sessionstate.fixtures import lingbot_like, rollout_example
+from sessionstate.fixtures.lingbot_like import LINGBOT_SPEC
 from sessionstate.fixtures.rollout_example import ROLLOUT_SPEC, RolloutStateAdapter
 from sessionstate.fixtures.zoo import ZOO
 from sessionstate.reference import SessionAttr, SessionStateManager
@@ -632,3 +633,62 @@ def test_adapter_policies(case: PoliciesCase) -> None:
 def test_adapter_spec_rejects_unknown_policies(policies: tuple[str, ...]) -> None:
     with pytest.raises(UsageError, match=r"policies must be distinct entries of"):
         replace(_COUNTED_SPEC, policies=policies)
+
+
+# --- the third worked adapter: Lingbot-like, all state in attrs, one session --------------
+
+
+def _lingbot(name: str, *args: Any) -> Call:
+    op = next(op for op in LINGBOT_SPEC.operations if op.name == name)
+    return Call(op, args, {"device": torch.device("cpu"), "num_layers": 2} if not args else {})
+
+
+LINGBOT_PROGRAM = [
+    _lingbot("begin_request", "r1"),
+    _lingbot("capture_shapes", 64, 128),
+    _lingbot("init_state"),
+    _lingbot("bump_end_indices", 3),
+    _lingbot("keep_last_latents", lingbot_like.decoded_latents(3, 0, torch.bfloat16)),
+    _lingbot("advance", 2),
+    _lingbot("begin_request", "r1"),
+]
+
+
+@pytest.mark.parametrize("policy", ["evict", "refuse"])
+def test_the_lingbot_program_keeps_everything_in_attrs(policy: str) -> None:
+    """A first call and an extension through fresh adapters; the session holds no object."""
+    subject = Subject(name="lingbot", adapters=(LINGBOT_SPEC,))
+    machine = AdapterMachine(subject, LINGBOT_SPEC, parity=True, policy=policy)
+    machine.apply(None, LINGBOT_PROGRAM, False)
+    session = machine.manager.get_or_create_session(None)
+    assert session.names() == []
+    assert sorted(session.attrs) == [
+        "current_lat_f", "current_start_frame", "frame_seqlen", "global_end_index", "h",
+        "is_initialized", "last_decoded_latent", "lat_h", "lat_w", "local_end_index",
+        "num_layers", "session_id", "w",
+    ]  # fmt: skip
+    assert session.attrs["local_end_index"][1].tolist() == [3]
+    assert session.attrs["last_decoded_latent"].shape == (1, 1, 2, 1, 2)
+
+
+def test_the_lingbot_example_passes_the_machine() -> None:
+    """Generated programs on one session at a time (each new session evicts the last)."""
+    subject = Subject(name="lingbot", adapters=(LINGBOT_SPEC,))
+    run_state_machine_as_test(
+        lambda: AdapterMachine(subject, LINGBOT_SPEC, policy="refuse"),
+        settings=settings(max_examples=15, stateful_step_count=10, derandomize=True),
+    )
+
+
+def test_the_lingbot_twin_fails_adapt_3_at_the_next_forward() -> None:
+    """Resetting on build wipes what the last forward wrote: the fresh adapter shows it."""
+    from sessionstate.fixtures.zoo.adapt_lingbot_resets_on_build import subject as twin
+
+    machine = AdapterMachine(twin, twin.adapters[0])
+    with pytest.raises(ClauseFailure) as info:
+        machine.apply("s1", LINGBOT_PROGRAM[:1], False)
+    assert (info.value.clause, str(info.value)) == (
+        "ADAPT-3",
+        "adapter.session_id=None, but should be 'r1' [ADAPT-3: by a fresh adapter after "
+        "begin_request(adapter, ...) on session 's1'; type(value) is NoneType, not str]",
+    )
