@@ -513,6 +513,33 @@ def _always_evicting(**kwargs: Any) -> SessionStateManager:
     return manager
 
 
+class SessionAdmissionError(RuntimeError):
+    """A subject's own refusal, worded its own way (as #7302's may be)."""
+
+
+class _OwnWordsManager(SessionStateManager):
+    def get_or_create_session(self, session_id: object) -> Any:
+        try:
+            return super().get_or_create_session(session_id)
+        except RuntimeError:
+            raise SessionAdmissionError("model-state admission limit reached") from None
+
+
+def _own_words_refusing(**kwargs: Any) -> SessionStateManager:
+    return _OwnWordsManager(**{**kwargs, "evict_when_full": False})
+
+
+class _SecretlyRefusing(SessionStateManager):
+    """States evict_when_full=True, but refuses a newcomer when full."""
+
+    def get_or_create_session(self, session_id: object) -> Any:
+        self.evict_when_full = False
+        try:
+            return super().get_or_create_session(session_id)
+        finally:
+            self.evict_when_full = True
+
+
 class _LyingManager(SessionStateManager):
     def get_or_create_session(self, session_id: object) -> Any:
         self.evict_when_full = True
@@ -537,8 +564,11 @@ POLICY_CASES = [
     PolicyCase("refusing-pipeline", _always_refusing, "refuse", None),
     PolicyCase("reference-refusing", None, "refuse", None),
     PolicyCase("reference-evicting", None, "evict", None),
+    # Its own SessionAdmissionError with its own message: still a refusal (the wording is ADMIT-1's).
+    PolicyCase("refusal-in-own-words", _own_words_refusing, "refuse", None),
     # Refusal on one side only: the manager says it refuses but admits by evicting.
     PolicyCase("states-refusal-but-evicts", _always_evicting, "refuse", "ADAPT-4"),
+    PolicyCase("states-eviction-but-refuses", _SecretlyRefusing, "evict", "ADAPT-4"),
 ]
 
 
