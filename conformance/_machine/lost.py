@@ -182,20 +182,27 @@ def _shown(value: object) -> str:
 
 class MeddlingLock:
     """A real mutex, used only as ``with lock:``, that runs an armed callable right after
-    the next release, in the releasing thread, with the lock free: what another thread
+    the next full release, in the releasing thread, with the lock free: what another thread
     could do at that moment. The callable runs once (it is disarmed before it runs), so
-    its own calls into the manager do not set it off again."""
+    its own calls into the manager do not set it off again. A nested ``with`` (a LOCK-3
+    defect, not this clause's) neither deadlocks nor lets the callable in while held."""
 
     def __init__(self) -> None:
-        self._mutex = threading.Lock()
+        self._mutex = threading.RLock()
+        self._depth = 0
         self.armed: Callable[[], None] | None = None
         self.meddled = False
 
     def __enter__(self) -> None:
         self._mutex.acquire()
+        self._depth += 1
 
     def __exit__(self, *exc_info: object) -> None:
+        self._depth -= 1
+        released = self._depth == 0
         self._mutex.release()
+        if not released:
+            return
         meddle, self.armed = self.armed, None
         if meddle is not None:
             self.meddled = True

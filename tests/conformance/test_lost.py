@@ -158,3 +158,16 @@ def test_zoo_lost_modules_name_a_lost_clause() -> None:
     assert len(LOST_ZOO) == 6
     for entry in LOST_ZOO:
         assert all(cid.startswith("LOST-") and cid in entry.bug for cid in entry.kills)
+
+
+def test_a_nested_lock_neither_deadlocks_nor_lets_the_meddle_in() -> None:
+    """A require_session that re-enters the lock (LOCK-3's defect) is still one critical
+    section here: the meddle waits for the outer release, and the call passes LOST-4."""
+
+    class Nested(SessionStateManager):
+        def require_session(self, session_id: object) -> SessionState:
+            with self._lock:
+                return super().require_session(session_id)
+
+    for meddle in MEDDLES:
+        check_atomic(_subject("nested", Nested), meddle)
