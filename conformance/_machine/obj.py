@@ -120,10 +120,8 @@ class StateObjectMachine(RuleBasedStateMachine):
         return obj
 
     def held_allocations(self, clause: str = "OBJ-2") -> list[Allocation]:
-        """The allocations behind ``held(obj)``: none, and ``held`` not called, while the
-        object is not expected resident (OBJ-1): an encode-once object may refuse reads
-        between ``allocate()`` and its first commit, as Cosmos3's UND K/V does."""
-        if not self.expects_resident:
+        """The allocations behind ``held(obj)`` (none while not resident)."""
+        if not self.allocated:
             return []
         try:
             value = self.spec.held(self.obj)
@@ -140,11 +138,7 @@ class StateObjectMachine(RuleBasedStateMachine):
     def _snapshot(self, clause: str) -> _Snapshot:
         with calling(clause, f"resident {self._when()}"):
             resident = bool(self.obj.resident)
-        labels = (
-            tuple(a.label for a in self.held_allocations(clause))
-            if self.expects_resident
-            else None
-        )
+        labels = tuple(a.label for a in self.held_allocations(clause)) if self.allocated else None
         return _Snapshot(resident, self._bytes(clause), labels)
 
     def _check_unchanged(self, before: _Snapshot, clause: str) -> None:
@@ -213,24 +207,7 @@ class StateObjectMachine(RuleBasedStateMachine):
         payload, text = self._draw_payload(data)
         self._call(f"{method}({text})", "OBJ-1", method, (payload,), refusable=not self.allocated)
         self.just_staged = False
-        self._after_write(wrote=self.raised is None)
-
-    def _after_write(self, wrote: bool) -> None:
-        """Record a write the object took (``wrote``): once allocated it is committed.
-
-        Before ``allocate()`` an encode-once object (``resident_from="commit"``) may take
-        its first K/V and be resident from then on, as Cosmos3's UND K/V is (its adapter
-        never calls ``allocate()``), or refuse it; OBJ-1 says only that it is resident from
-        its first commit, so the machine follows what ``resident`` then says.
-        """
-        if not wrote:
-            return
-        if self.allocated:
-            self.committed = True
-        elif self.spec.resident_from == "commit":
-            with calling("OBJ-1", f"resident {self._when()}"):
-                resident = self.obj.resident
-            self.allocated = self.committed = resident is True
+        self.committed = self.committed or (self.allocated and self.raised is None)
 
     def _counts_staged(self, observed: dict[str, int]) -> bool:
         # Names the more specific clause: the bytes match held(obj) *plus* the
@@ -292,7 +269,7 @@ class StateObjectMachine(RuleBasedStateMachine):
         staged = self.staged is not None
         self._call("commit()", clause, "commit", refusable=not must_take)
         # With nothing staged, commit() commits nothing, whether it refuses or not.
-        self._after_write(wrote=staged and self.raised is None)
+        self.committed = self.committed or (self.allocated and staged and self.raised is None)
         self.just_staged = False
 
     @rule(data=st.data())
@@ -320,8 +297,7 @@ class StateObjectMachine(RuleBasedStateMachine):
         before = self._snapshot("OBJ-1")
         kwargs = {} if include_staged is None else {"include_staged": include_staged}
         call = f"view({_keywords(kwargs)})"
-        # Only a resident object must answer (OBJ-1); before it is, view() may refuse.
-        self._call(call, "OBJ-1", "view", (), kwargs, refusable=not self.expects_resident)
+        self._call(call, "OBJ-1", "view", (), kwargs, refusable=not self.allocated)
         self._check_unchanged(before, "OBJ-1")
 
     @rule()
