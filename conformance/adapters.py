@@ -200,8 +200,8 @@ class AdapterSpec:
 
     ``policies`` names the admission policies the pipeline runs its manager under
     (``POLICIES``); each is checked in its own run. ``None`` (the default) derives
-    them from the subject (``adapter_policies``): both where its manager has admission
-    control, else ``("evict",)``.
+    them from the subject (``adapter_policies``): both where it declares the
+    ``admission`` capability, else ``("evict",)``.
     """
 
     name: str
@@ -257,16 +257,18 @@ class AdapterSpec:
 def adapter_policies(subject: Any, spec: AdapterSpec) -> tuple[str, ...]:
     """The admission policies ``spec``'s adapter is checked under, for ``subject``.
 
-    ``spec.policies`` when given; else both ``POLICIES`` where the manager has admission
-    control (the subject declares the ``admission`` capability, or brings no manager and
-    so runs on the reference one), and ``("evict",)`` otherwise. Asking for ``"refuse"``
-    on a manager that declares no admission control is a ``UsageError``: the suite
-    could not build the manager the pipeline runs.
+    ``spec.policies`` when given; else both ``POLICIES`` where the subject declares the
+    ``admission`` capability (its manager can refuse, so its pipeline may run either), and
+    ``("evict",)`` otherwise: a subject without a manager of its own runs on the reference
+    manager's default policy unless its spec asks for ``"refuse"`` too (each policy is a
+    run of its own, and CI time is shared). Asking for ``"refuse"`` of a subject whose own
+    manager declares no admission control is a ``UsageError``: the suite could not build
+    the manager the pipeline runs.
     """
-    has_admission = subject.manager_factory is None or "admission" in subject.capabilities
+    declared = "admission" in subject.capabilities
     if spec.policies is None:
-        return POLICIES if has_admission else ("evict",)
-    if "refuse" in spec.policies and not has_admission:
+        return POLICIES if declared else ("evict",)
+    if "refuse" in spec.policies and not (declared or subject.manager_factory is None):
         raise UsageError(
             f"AdapterSpec {spec.name!r} runs the 'refuse' policy, but subject "
             f"{subject.name!r} does not declare the 'admission' capability"

@@ -1,10 +1,11 @@
 """ADAPT-*: model adapters against their bespoke state classes (SPEC.md, "ADAPT: model adapters").
 
 One differential state machine run per ``AdapterSpec`` in ``subject.adapters`` and
-admission policy its pipeline runs (``adapter_policies``: both ``evict`` and ``refuse``
-where the manager has admission control), the test id naming the spec and the policy. The oracle is the bespoke state class itself,
-and the suite's own walk of object graphs for memory
-(``sessionstate.conformance.adapters``), never the subject's accounting.
+admission policy its pipeline runs (``adapter_policies``: ``evict``, and ``refuse`` too
+where the subject declares ``admission`` or the spec asks), the test id naming the spec
+and the policy. The oracle is the bespoke state class itself, and the suite's own walk
+of object graphs for memory (``sessionstate.conformance.adapters``), never the subject's
+accounting.
 """
 
 from __future__ import annotations

@@ -631,7 +631,8 @@ class PoliciesCase:
 
 
 POLICIES_CASES = [
-    PoliciesCase("reference-manager-derives-both", None, frozenset(), False, ("evict", "refuse")),
+    PoliciesCase("reference-manager-evicts-only", None, frozenset(), False, ("evict",)),
+    PoliciesCase("reference-manager-asks-both", POLICIES, frozenset(), False, POLICIES),
     PoliciesCase("admission-derives-both", None, frozenset({"admission"}), True, POLICIES),
     PoliciesCase("no-admission-evicts-only", None, frozenset(), True, ("evict",)),
     PoliciesCase("declared-refuse-only", ("refuse",), frozenset({"admission"}), True, ("refuse",)),
