@@ -29,7 +29,13 @@ from sessionstate.conformance._model.bitwise import (
 )
 from sessionstate.conformance.subject import UsageError
 
-__all__ = ["AdapterSpec", "Call", "Op"]
+__all__ = ["POLICIES", "AdapterSpec", "Call", "Op", "adapter_policies"]
+
+#: The admission policies a pipeline can run its manager under: ``"evict"`` (the default,
+#: ``evict_when_full=True``: a miss over capacity evicts least-recently-used sessions) and
+#: ``"refuse"`` (``evict_when_full=False``, as #7302's DreamZero pipeline builds it: a miss
+#: at capacity raises ``SessionAdmissionError`` and the pipeline makes room by dropping).
+POLICIES = ("evict", "refuse")
 
 
 class Op:
@@ -191,6 +197,11 @@ class AdapterSpec:
     attributes, or callables ``f(state) -> value`` (pure reads), compared on
     both sides after every step. ``max_sessions`` is the manager's capacity
     and the bespoke LRU's, kept small so that sessions are evicted often.
+
+    ``policies`` names the admission policies the pipeline runs its manager under
+    (``POLICIES``); each is checked in its own run. ``None`` (the default) derives
+    them from the subject (``adapter_policies``): both where it declares the
+    ``admission`` capability, else ``("evict",)``.
     """
 
     name: str
@@ -199,6 +210,7 @@ class AdapterSpec:
     operations: Sequence[Op]
     observe: Sequence[Observer] = ()
     max_sessions: int = 2
+    policies: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "operations", tuple(self.operations))
@@ -212,6 +224,16 @@ class AdapterSpec:
             raise UsageError(
                 f"{where}: max_sessions must be a positive int, got {self.max_sessions!r}"
             )
+        if self.policies is not None:
+            policies = (self.policies,) if isinstance(self.policies, str) else self.policies
+            policies = tuple(policies)
+            unknown = [p for p in policies if p not in POLICIES]
+            if not policies or unknown or len(set(policies)) != len(policies):
+                raise UsageError(
+                    f"{where}: policies must be distinct entries of {POLICIES}, "
+                    f"got {self.policies!r}"
+                )
+            object.__setattr__(self, "policies", policies)
 
     def calls(self) -> st.SearchStrategy[Call]:
         """Calls of any of the operations."""
@@ -230,3 +252,25 @@ class AdapterSpec:
             else:
                 readers.append((f"{getattr(entry, '__name__', repr(entry))}({{}})", entry))
         return readers
+
+
+def adapter_policies(subject: Any, spec: AdapterSpec) -> tuple[str, ...]:
+    """The admission policies ``spec``'s adapter is checked under, for ``subject``.
+
+    ``spec.policies`` when given; else both ``POLICIES`` where the subject declares the
+    ``admission`` capability (its manager can refuse, so its pipeline may run either), and
+    ``("evict",)`` otherwise: a subject without a manager of its own runs on the reference
+    manager's default policy unless its spec asks for ``"refuse"`` too (each policy is a
+    run of its own, and CI time is shared). Asking for ``"refuse"`` of a subject whose own
+    manager declares no admission control is a ``UsageError``: the suite could not build
+    the manager the pipeline runs.
+    """
+    declared = "admission" in subject.capabilities
+    if spec.policies is None:
+        return POLICIES if declared else ("evict",)
+    if "refuse" in spec.policies and not (declared or subject.manager_factory is None):
+        raise UsageError(
+            f"AdapterSpec {spec.name!r} runs the 'refuse' policy, but subject "
+            f"{subject.name!r} does not declare the 'admission' capability"
+        )
+    return tuple(spec.policies)

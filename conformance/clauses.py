@@ -12,7 +12,20 @@ __all__ = ["LEVELS", "PREFIXES", "Clause", "all_clauses", "clause", "spec_text"]
 LEVELS = ("MUST", "SHOULD")
 #: Clause groups in the order SPEC.md gives them (``tests/conformance/test_spec_meta.py``
 #: checks it): reports and the compliance matrix list groups in this order.
-PREFIXES = ("KEY", "LRU", "RESET", "DROP", "ACCT", "STATS", "ENV", "LOCK", "ADMIT", "OBJ", "ADAPT")
+PREFIXES = (
+    "KEY",
+    "LRU",
+    "RESET",
+    "DROP",
+    "ACCT",
+    "STATS",
+    "ENV",
+    "LOCK",
+    "ADMIT",
+    "OBJ",
+    "ADAPT",
+    "LOST",
+)
 
 _HEADING = re.compile(r"^### ([A-Z]+-\d+) · (MUST|SHOULD) · (.+)$")
 _REQUIRES = re.compile(r"^Requires: ([a-z_, ]+)$")

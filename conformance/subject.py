@@ -27,7 +27,7 @@ __all__ = [
 DEFAULT_TARGET = "sessionstate.fixtures.reference_subject:subject"
 
 #: Optional features a subject may declare; clauses that need one say so in SPEC.md.
-CAPABILITIES = frozenset({"threadsafe", "admission"})
+CAPABILITIES = frozenset({"threadsafe", "admission", "require_session"})
 
 
 class UsageError(Exception):

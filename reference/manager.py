@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 
 from .accounting import SeenStorages, merge_bytes
 from .config import DEFAULT_MAX_SESSIONS, resolve_session_state_config
-from .errors import SessionAdmissionError
+from .errors import SessionAdmissionError, SessionStateLostError
 from .session import SessionState
 
 # SessionState and resolve_session_state_config are re-exported: upstream defines them in its
@@ -124,6 +124,31 @@ class SessionStateManager:
             while len(sessions) > self.max_sessions:
                 sessions.popitem(last=False)  # LRU-5: the table entry only; nothing is reset
                 self.evictions += 1  # STATS-5: one per removal keeps conservation exact
+            return session
+
+    def require_session(self, session_id: object) -> SessionState:
+        """The resident session for ``session_id``, never a new one.
+
+        A continuation's lookup: a resident session counts one hit and becomes the most
+        recently used, as a hit of ``get_or_create_session`` does. An absent one (never
+        created, dropped, or evicted) raises ``SessionStateLostError`` naming the key,
+        and changes no counter, no order and no table entry. Lookup and hit are one
+        critical section, so no drop or eviction can fall between them: checking
+        ``session_id in manager`` and then calling ``get_or_create_session`` would
+        silently recreate a session lost in between (#7302's pipeline, #6443).
+        """
+        key = _key(session_id)  # LOST-1: the same key as every other method (KEY-3)
+        # LOST-4: the check and the hit in one critical section.
+        with self._lock:
+            session = self._sessions.get(key)
+            if session is None:
+                # LOST-2, LOST-3: raise before touching anything; the key is in the message.
+                raise SessionStateLostError(
+                    f"session '{key}' has no state: it was never created, or it was dropped "
+                    "or evicted; a continuation cannot rebuild it (start a new rollout)"
+                )
+            self.hits += 1  # LOST-1: one hit, as get_or_create_session counts it
+            self._sessions.move_to_end(key)  # LOST-1: now the most recently used
             return session
 
     def drop_session(self, session_id: object) -> bool:

@@ -40,6 +40,7 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     "ENV": ("config_resolver",),
     "OBJ": ("state_objects",),
     "ADAPT": ("adapters",),
+    "LOST": ("manager_factory",),
 }
 
 

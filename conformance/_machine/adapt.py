@@ -5,15 +5,20 @@ pipeline builds one per forward) with the same generated calls, described by an
 :class:`~sessionstate.conformance.adapters.AdapterSpec`. Expected values come from the
 bespoke side and from the suite's own walk of object graphs
 (``_model.bitwise.reachable_memory``), never from any accounting code.
+
+The bespoke side's LRU is the suite's one LRU oracle, ``_model.manager.LruTable``, run
+under the pipeline's admission policy: under ``"refuse"`` (``evict_when_full=False``,
+#7302) a forward for a new session while the table is full is refused on the bespoke
+side too, and a refusal on both sides is agreement; a refusal on one side only fails
+ADAPT-4. The machine then makes room by dropping, as such a pipeline does.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -26,9 +31,9 @@ from sessionstate.conformance._model.bitwise import (
     reachable_memory,
     show,
 )
-from sessionstate.conformance._model.manager import spec_key
-from sessionstate.conformance.adapters import AdapterSpec, Call
-from sessionstate.conformance.checks import calling, check_bytes, check_equal
+from sessionstate.conformance._model.manager import LruTable, spec_key
+from sessionstate.conformance.adapters import POLICIES, AdapterSpec, Call
+from sessionstate.conformance.checks import ClauseFailure, calling, check_bytes, check_equal
 
 __all__ = ["AdapterMachine"]
 
@@ -79,23 +84,59 @@ call_lists = st.runner().flatmap(lambda machine: _strategies(machine.spec).call_
 holds = st.sampled_from([False, False, True])
 
 
+#: The start of a refusal's message (ADMIT-1); the key follows in single quotes.
+REFUSAL = "cannot admit session"
+#: The refusal's conventional class name (ADMIT-1), found anywhere in its class hierarchy.
+REFUSAL_CLASS = "SessionAdmissionError"
+
+
+def _is_refusal(error: BaseException, key: str) -> bool:
+    """A manager's admission refusal for ``key``: its class is (a subclass of one) named
+    ``SessionAdmissionError``, or its message is ADMIT-1's. Either is enough here: the
+    wording is ADMIT-1's to check, and an adapter must not fail for it."""
+    named = any(cls.__name__ == REFUSAL_CLASS for cls in type(error).__mro__)
+    return named or f"{REFUSAL} '{key}'" in str(error)
+
+
 class AdapterMachine(RuleBasedStateMachine):
     """Bespoke states in an LRU of the manager's capacity versus adapters over the manager.
 
     ``apply`` runs calls on a session through fresh adapters, as a pipeline
     builds one per forward, and may keep the last one; ``apply_held`` uses the
-    kept adapter, whose session ``touch_other_sessions`` has the manager evict;
-    ``drop_session`` ends a session. With ``parity``, memory parity (ADAPT-8,
-    a SHOULD) is checked after every call.
+    kept adapter, whose session ``touch_other_sessions`` has the manager evict
+    (or, under ``"refuse"``, has it refuse the others); ``drop_session`` ends a
+    session, which is how a refusing pipeline makes room (the pool of ids is one
+    larger than the capacity, so a drop often frees a slot a newcomer then takes).
+    With ``parity``, memory parity (ADAPT-8, a SHOULD) is checked after every call.
+
+    ``policy`` is the admission policy asked of the manager (``"refuse"`` builds it
+    with ``evict_when_full=False``). The bespoke LRU follows the policy the built
+    manager states in its public ``evict_when_full`` attribute when it has one
+    (ADMIT-11): a pipeline that always builds a refusing manager is judged as one.
     """
 
-    def __init__(self, subject: Any, spec: AdapterSpec, *, parity: bool = False) -> None:
+    def __init__(
+        self, subject: Any, spec: AdapterSpec, *, parity: bool = False, policy: str = "evict"
+    ) -> None:
         super().__init__()
+        if policy not in POLICIES:
+            raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
         self.spec = spec
         self.parity = parity
-        self.manager = subject.make_manager(max_sessions=spec.max_sessions, byte_budget=None)
-        self.bespoke: OrderedDict[str, Any] = OrderedDict()  # key -> bespoke state, LRU order
+        admission = {"evict_when_full": False} if policy == "refuse" else {}
+        self.manager = subject.make_manager(
+            max_sessions=spec.max_sessions, byte_budget=None, **admission
+        )
+        stated = getattr(self.manager, "evict_when_full", policy == "evict")
+        evicts = stated if isinstance(stated, bool) else policy == "evict"
+        # key -> bespoke state, in LRU order, under the manager's admission policy.
+        self.table = LruTable(spec.max_sessions, evict_when_full=evicts)
         self.held: _Holder | None = None
+
+    @property
+    def bespoke(self) -> dict[str, Any]:
+        """The bespoke states of the sessions the bespoke LRU holds, least recent first."""
+        return cast("dict[str, Any]", self.table.order)
 
     @rule(session_id=session_ids, calls=call_lists, hold=holds)
     def apply(self, session_id: object, calls: list[Call], hold: bool) -> None:
@@ -106,14 +147,19 @@ class AdapterMachine(RuleBasedStateMachine):
         kept alive instead, as a rollout mid-generation keeps its own.
         """
         key = spec_key(session_id)
-        adapter, session = self._build(session_id)
+        built = self._build(session_id)
+        if built is None:
+            return  # refused on both sides: the forward never ran
+        adapter, session = built
         for i, call in enumerate(calls):
             when = f"after {call.describe('adapter')} on session {session_id!r}"
             self._step(adapter, session, self.bespoke[key], call, None, when)
             if hold and i == len(calls) - 1:
                 self.held = _Holder(key, adapter, self.bespoke[key], session)
                 return
-            adapter, session = self._build(session_id, "ADAPT-3", f"by a fresh adapter {when}")
+            built = self._build(session_id, "ADAPT-3", f"by a fresh adapter {when}")
+            assert built is not None  # a hit on the most recent session is never refused
+            adapter, session = built
 
     @precondition(lambda self: self.held is not None)
     @rule(calls=call_lists)
@@ -131,7 +177,8 @@ class AdapterMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.held is not None)
     @rule()
     def touch_other_sessions(self) -> None:
-        """A forward (a fresh adapter) for every other session: the held one is evicted."""
+        """A forward (a fresh adapter) for every other session: the held one is evicted
+        (under ``"refuse"``, the newcomers are refused once the table is full)."""
         assert self.held is not None
         for session_id in self.spec.session_ids():
             if spec_key(session_id) != self.held.key:
@@ -142,8 +189,10 @@ class AdapterMachine(RuleBasedStateMachine):
         """End a session: the next adapter for it starts a new one (ADAPT-6)."""
         with calling("ADAPT-6", f"manager.drop_session({session_id!r})"):
             self.manager.drop_session(session_id)
-        dropped = self.bespoke.pop(spec_key(session_id), None)
-        if self.held is not None and self.held.bespoke is dropped:
+        key = spec_key(session_id)
+        dropped = self.bespoke.get(key)
+        self.table.drop_session(session_id)
+        if self.held is not None and dropped is not None and self.held.bespoke is dropped:
             self.held = None  # its session was reset under it (DROP-2): not modelled
 
     @invariant()
@@ -158,43 +207,69 @@ class AdapterMachine(RuleBasedStateMachine):
                 f"with the bespoke LRU holding {list(self.bespoke)}",
             )
 
-    def _build(self, session_id: object, clause: str = "", when: str = "") -> tuple[Any, Any]:
-        """A fresh adapter for ``session_id`` and the session the manager holds for it.
+    def _build(
+        self, session_id: object, clause: str = "", when: str = ""
+    ) -> tuple[Any, Any] | None:
+        """A fresh adapter for ``session_id`` and the session the manager holds for it, or
+        ``None`` when the forward is refused on both sides (the bespoke LRU is full and
+        refusing, and building the adapter raised the manager's admission refusal).
 
-        Checks that building it counted one hit or miss (ADAPT-4), and that it
+        Checks that building it counted one hit or miss, or nothing when refused, and
+        that it refused exactly where the bespoke LRU refuses (ADAPT-4); and that it
         observes what the bespoke state does: as a new bespoke state after a
         miss (ADAPT-6), else under ``clause`` (ADAPT-3: it sees earlier writes).
         """
         __tracebackhide__ = True
         key = spec_key(session_id)
-        hit = key in self.bespoke
+        table_before = self.table.describe()
+        outcome = self.table.get_or_create_session(
+            session_id, None if key in self.bespoke else self.spec.bespoke_factory()
+        )
         before = self._counters()
-        with calling("ADAPT-4", f"adapter_factory(manager=manager, session_id={session_id!r})"):
+        built = f"adapter_factory(manager=manager, session_id={session_id!r})"
+        try:
             adapter = self.spec.adapter_factory(manager=self.manager, session_id=session_id)
-        after = self._counters()
-        counted = (after[0] - before[0], after[1] - before[1])
-        what = f"(hits, misses) counted by adapter_factory(session_id={session_id!r})"
-        kind = "an existing" if hit else "a new"
-        check_equal(counted, (1, 0) if hit else (0, 1), "ADAPT-4", what, f"for {kind} session")
-        self._touch(key)
-        if not hit:
+        except ClauseFailure:
+            raise
+        except Exception as error:
+            if outcome.kind == "refused" and _is_refusal(error, key):
+                self._check_counted(session_id, (0, 0), "a refused new session", before)
+                return None
+            with calling("ADAPT-4", built):
+                raise
+        if outcome.kind == "refused":
+            check_equal(
+                "built an adapter",
+                f"raised the admission refusal \"{REFUSAL} '{key}'\"",
+                "ADAPT-4",
+                built,
+                f"the bespoke LRU refuses a new session when full: {table_before}",
+            )
+        kind = "an existing" if outcome.hit else "a new"
+        self._check_counted(
+            session_id, (1, 0) if outcome.hit else (0, 1), f"{kind} session", before
+        )
+        if not outcome.hit:
             clause, when = "ADAPT-6", f"by the first adapter of session {session_id!r}"
         if clause:
             self._compare_observations(adapter, self.bespoke[key], clause, when)
         # One more hit on the most recent session: the LRU order does not change.
+        self.table.get_or_create_session(session_id)
         return adapter, self.manager.get_or_create_session(session_id)
+
+    def _check_counted(
+        self, session_id: object, expected: tuple[int, int], kind: str, before: tuple[int, int]
+    ) -> None:
+        """ADAPT-4: building the adapter counted ``expected`` (hits, misses) since ``before``."""
+        __tracebackhide__ = True
+        after = self._counters()
+        counted = (after[0] - before[0], after[1] - before[1])
+        what = f"(hits, misses) counted by adapter_factory(session_id={session_id!r})"
+        check_equal(counted, expected, "ADAPT-4", what, f"for {kind}")
 
     def _counters(self) -> tuple[int, int]:
         with calling("ADAPT-4", "reading manager.hits and manager.misses"):
             return (self.manager.hits, self.manager.misses)
-
-    def _touch(self, key: str) -> None:
-        if key in self.bespoke:
-            self.bespoke.move_to_end(key)
-            return
-        self.bespoke[key] = self.spec.bespoke_factory()
-        while len(self.bespoke) > self.spec.max_sessions:
-            self.bespoke.popitem(last=False)
 
     def _step(
         self, adapter: Any, session: Any, bespoke: Any, call: Call, clause: str | None, when: str

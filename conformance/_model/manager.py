@@ -61,6 +61,8 @@ class Semantics:
     drop_key: KeyFn = spec_key
     hit_refreshes: bool = True
     contains_refreshes: bool = False
+    #: LOST-1: a ``require_session`` hit makes the session most recent, as a hit does.
+    require_refreshes: bool = True
 
 
 SPEC = Semantics()
@@ -119,7 +121,7 @@ class Outcome:
     """What one ``get_or_create_session`` does: a hit, an admitted miss (with the keys
     it evicted, least recent first) or, on a full refusing table, a refused miss."""
 
-    kind: str  # "hit", "miss" or "refused"
+    kind: str  # "hit", "miss", "refused" or (require_session only) "lost"
     evicted: tuple[Hashable, ...] = ()
 
     @property
@@ -180,6 +182,17 @@ class LruTable:
             victims.append(victim)
         self.evictions += len(victims)
         return Outcome("miss", tuple(victims))
+
+    def require_session(self, session_id: object) -> Outcome:
+        """LOST-1..3: a resident key is a hit (counted, made most recent); an absent one is
+        ``lost`` and changes nothing, counters and order included. Never a miss."""
+        key = self.semantics.get_key(session_id)
+        if key not in self.order:
+            return Outcome("lost")
+        self.hits += 1
+        if self.semantics.require_refreshes:
+            self._touch(key)
+        return Outcome("hit")
 
     def drop_session(self, session_id: object) -> bool:
         """DROP-1, DROP-2, DROP-3: remove the key; counters and others' order stay."""

@@ -1,9 +1,11 @@
 """ADAPT-*: model adapters against their bespoke state classes (SPEC.md, "ADAPT: model adapters").
 
-One differential state machine run per ``AdapterSpec`` in ``subject.adapters``,
-the test id naming the spec. The oracle is the bespoke state class itself,
-and the suite's own walk of object graphs for memory
-(``sessionstate.conformance.adapters``), never the subject's accounting.
+One differential state machine run per ``AdapterSpec`` in ``subject.adapters`` and
+admission policy its pipeline runs (``adapter_policies``: ``evict``, and ``refuse`` too
+where the subject declares ``admission`` or the spec asks), the test id naming the spec
+and the policy. The oracle is the bespoke state class itself, and the suite's own walk
+of object graphs for memory (``sessionstate.conformance.adapters``), never the subject's
+accounting.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from hypothesis import strategies as st
 from sessionstate.conformance import AdapterSpec, UsageError
 from sessionstate.conformance._machine.adapt import AdapterMachine
 from sessionstate.conformance._machine.stateful import run_steps
+from sessionstate.conformance.adapters import adapter_policies
 from sessionstate.conformance.plugin import load_configured_subject
 from sessionstate.conformance.subject import typed_specs
 
@@ -24,15 +27,23 @@ MUST_CLAUSES = tuple(f"ADAPT-{n}" for n in range(1, 8))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrize ``spec`` by the subject's adapters (one ``None`` when it has none)."""
+    """Parametrize ``spec`` and ``policy`` by the subject's adapters and the admission
+    policies each runs under (one ``(None, "evict")`` when it has none).
+
+    Memory parity (ADAPT-8) does not depend on the policy: it runs under the first only.
+    """
     if "spec" not in metafunc.fixturenames:
         return
     subject = load_configured_subject(metafunc.config)
     try:
         specs = typed_specs(subject, "adapters", AdapterSpec)
+        runs = [(spec, policy) for spec in specs for policy in adapter_policies(subject, spec)]
     except UsageError as error:
         raise pytest.UsageError(str(error)) from None
-    metafunc.parametrize("spec", specs or [None], ids=[s.name for s in specs] or ["none"])
+    if metafunc.definition.name == "test_session_bytes_match_bespoke":
+        runs = [run for run in runs if run[1] == adapter_policies(subject, run[0])[0]]
+    ids = [f"{spec.name}-{policy}" for spec, policy in runs]
+    metafunc.parametrize(("spec", "policy"), runs or [(None, "evict")], ids=ids or ["none"])
 
 
 def _spec(subject: Any, spec: AdapterSpec | None) -> AdapterSpec:
@@ -44,18 +55,19 @@ def _spec(subject: Any, spec: AdapterSpec | None) -> AdapterSpec:
 @pytest.mark.clause(*MUST_CLAUSES)
 @given(data=st.data())
 def test_adapter_matches_bespoke(
-    subject: Any, spec: AdapterSpec | None, data: st.DataObject
+    subject: Any, spec: AdapterSpec | None, policy: str, data: st.DataObject
 ) -> None:
-    """Fresh and held adapters are bit-equal to the bespoke state through every sequence."""
+    """Fresh and held adapters are bit-equal to the bespoke state through every sequence,
+    the bespoke LRU evicting or refusing as the manager's policy says."""
     adapter = _spec(subject, spec)
-    run_steps(lambda: AdapterMachine(subject, adapter), data)
+    run_steps(lambda: AdapterMachine(subject, adapter, policy=policy), data)
 
 
 @pytest.mark.clause("ADAPT-8")
 @given(data=st.data())
 def test_session_bytes_match_bespoke(
-    subject: Any, spec: AdapterSpec | None, data: st.DataObject
+    subject: Any, spec: AdapterSpec | None, policy: str, data: st.DataObject
 ) -> None:
     """After every call, the session reaches as many bytes per device as the bespoke state."""
     adapter = _spec(subject, spec)
-    run_steps(lambda: AdapterMachine(subject, adapter, parity=True), data)
+    run_steps(lambda: AdapterMachine(subject, adapter, parity=True, policy=policy), data)

@@ -43,7 +43,7 @@ class TestVerdicts:
         assert report["verdict"] == "conformant"
         assert (report["subject"], report["capabilities"]) == (
             "reference",
-            ["admission", "threadsafe"],
+            ["admission", "require_session", "threadsafe"],
         )
         assert "cpu" in [d["name"] for d in report["environment"]["devices"]]
         assert sorted(report["clauses"]) == ["KEY-1", "KEY-2", "KEY-3"]

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from collections import deque
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
 
-from sessionstate.conformance import AdapterSpec, Op, UsageError
+from sessionstate.conformance import AdapterSpec, Op, Subject, UsageError
 from sessionstate.conformance._machine.adapt import AdapterMachine
 from sessionstate.conformance._model.bitwise import (
     Raised,
@@ -25,11 +26,13 @@ from sessionstate.conformance._model.bitwise import (
     bytes_by_device,
     reachable_memory,
 )
-from sessionstate.conformance.adapters import Call
+from sessionstate.conformance.adapters import POLICIES, Call, adapter_policies
 from sessionstate.conformance.checks import ClauseFailure
-from sessionstate.fixtures import rollout_example
+from sessionstate.fixtures import lingbot_like, rollout_example
+from sessionstate.fixtures.lingbot_like import LINGBOT_SPEC
 from sessionstate.fixtures.rollout_example import ROLLOUT_SPEC, RolloutStateAdapter
 from sessionstate.fixtures.zoo import ZOO
+from sessionstate.reference import SessionAttr, SessionStateManager
 
 ADAPT_ZOO = [entry for entry in ZOO if entry.name.startswith("adapt_")]
 
@@ -435,6 +438,10 @@ def test_the_printed_program_for_an_adapter_that_ignores_the_id(tmp_path: Path) 
     program = [
         "state = AdapterMachine()",
         "state.check_table_matches_model()",
+        # Hypothesis' shrinker leaves this harmless drop in since the runs are named by
+        # spec and policy (the derandomized search starts elsewhere).
+        "state.drop_session(session_id=None)",
+        "state.check_table_matches_model()",
         "state.apply(calls=[accumulate_frames(numbered_frames((2, 2, 3), 0))], hold=False, "
         "session_id=None)",
         "state.teardown()",
@@ -451,3 +458,268 @@ def test_zoo_modules_name_an_adapt_clause() -> None:
     for entry in ADAPT_ZOO:
         assert all(cid.startswith("ADAPT-") for cid in entry.kills), entry.name
         assert all(cid in entry.bug for cid in entry.kills), entry.name
+
+
+# --- the admission policy (#7302): a refusing manager is not an ADAPT-4 defect ------------
+
+
+class _Counted:
+    """A bespoke state in upstream's shape: one counter a forward advances."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def step(self) -> int:
+        self.steps += 1
+        return self.steps
+
+
+class _CountedAdapter:
+    """Its adapter in upstream's shape: the constructor pins the session, so under
+    ``evict_when_full=False`` building it for a newcomer at capacity raises the
+    manager's ``SessionAdmissionError``, as #7302's DreamZero adapter does."""
+
+    steps = SessionAttr(default=0, coerce=int)
+
+    def __init__(self, session_id: object, manager: Any) -> None:
+        self._session = manager.get_or_create_session(session_id)
+
+    def step(self) -> int:
+        self.steps += 1
+        return self.steps
+
+
+_COUNTED_SPEC = AdapterSpec(
+    name="counted",
+    bespoke_factory=_Counted,
+    adapter_factory=_CountedAdapter,
+    operations=(Op("step"),),
+    observe=("steps",),
+    max_sessions=2,
+)
+
+
+def _always_refusing(**kwargs: Any) -> SessionStateManager:
+    """A pipeline that builds its manager refusing, whatever it is asked (#7302)."""
+    return SessionStateManager(**{**kwargs, "evict_when_full": False})
+
+
+def _always_evicting(**kwargs: Any) -> SessionStateManager:
+    """A manager that evicts whatever it is asked: refusing where the bespoke LRU
+    refuses is then up to it, and it does not."""
+    manager = SessionStateManager(**{**kwargs, "evict_when_full": True})
+    manager.evict_when_full = False  # states the refusing policy, but evicts below
+    manager.__class__ = _LyingManager
+    return manager
+
+
+class SessionAdmissionError(RuntimeError):
+    """A subject's own refusal, worded its own way (as #7302's may be)."""
+
+
+class _OwnWordsManager(SessionStateManager):
+    def get_or_create_session(self, session_id: object) -> Any:
+        try:
+            return super().get_or_create_session(session_id)
+        except RuntimeError:
+            raise SessionAdmissionError("model-state admission limit reached") from None
+
+
+def _own_words_refusing(**kwargs: Any) -> SessionStateManager:
+    return _OwnWordsManager(**{**kwargs, "evict_when_full": False})
+
+
+class _SecretlyRefusing(SessionStateManager):
+    """States evict_when_full=True, but refuses a newcomer when full."""
+
+    def get_or_create_session(self, session_id: object) -> Any:
+        self.evict_when_full = False
+        try:
+            return super().get_or_create_session(session_id)
+        finally:
+            self.evict_when_full = True
+
+
+class _LyingManager(SessionStateManager):
+    def get_or_create_session(self, session_id: object) -> Any:
+        self.evict_when_full = True
+        try:
+            return super().get_or_create_session(session_id)
+        finally:
+            self.evict_when_full = False
+
+
+@dataclass(frozen=True)
+class PolicyCase:
+    id: str
+    manager_factory: Any
+    policy: str
+    #: The clause that fails, or None when the run passes.
+    fails: str | None
+
+
+POLICY_CASES = [
+    # The false positive this fixes: a refusing manager read as an ADAPT-4 defect.
+    PolicyCase("refusing-pipeline-asked-to-evict", _always_refusing, "evict", None),
+    PolicyCase("refusing-pipeline", _always_refusing, "refuse", None),
+    PolicyCase("reference-refusing", None, "refuse", None),
+    PolicyCase("reference-evicting", None, "evict", None),
+    # Its own SessionAdmissionError with its own message: still a refusal (the wording is ADMIT-1's).
+    PolicyCase("refusal-in-own-words", _own_words_refusing, "refuse", None),
+    # Refusal on one side only: the manager says it refuses but admits by evicting.
+    PolicyCase("states-refusal-but-evicts", _always_evicting, "refuse", "ADAPT-4"),
+    PolicyCase("states-eviction-but-refuses", _SecretlyRefusing, "evict", "ADAPT-4"),
+]
+
+
+def _three_forwards(machine: AdapterMachine) -> None:
+    """Forwards for three sessions on a table of two, then a drop and a fourth forward."""
+    step = Call(_COUNTED_SPEC.operations[0], (), {})
+    for session_id in (None, "s1", "s2"):
+        machine.apply(session_id, [step, step], False)
+        machine.check_table_matches_model()
+    machine.drop_session("s1")
+    machine.apply("s2", [step], False)
+    machine.check_table_matches_model()
+
+
+@pytest.mark.parametrize("case", POLICY_CASES, ids=[c.id for c in POLICY_CASES])
+def test_the_adapter_machine_under_each_admission_policy(case: PolicyCase) -> None:
+    """A refusal on both sides is agreement; on one side only it fails ADAPT-4."""
+    subject = Subject(name=case.id, manager_factory=case.manager_factory)
+    machine = AdapterMachine(subject, _COUNTED_SPEC, policy=case.policy)
+    if case.fails is None:
+        _three_forwards(machine)
+        return
+    with pytest.raises(ClauseFailure) as info:
+        _three_forwards(machine)
+    assert info.value.clause == case.fails
+
+
+def test_a_refused_forward_counts_nothing_and_the_table_stays() -> None:
+    """Under "refuse", the third session is turned away on both sides; dropping makes room."""
+    subject = Subject(name="refusing", manager_factory=_always_refusing)
+    machine = AdapterMachine(subject, _COUNTED_SPEC, policy="refuse")
+    step = Call(_COUNTED_SPEC.operations[0], (), {})
+    for session_id in (None, "s1", "s2"):
+        machine.apply(session_id, [step], False)
+    # Per admitted forward: the miss, the machine's lookup, the fresh adapter, its lookup.
+    assert (machine.manager.hits, machine.manager.misses, len(machine.manager)) == (6, 2, 2)
+    assert list(machine.bespoke) == ["default", "s1"]
+    machine.drop_session(None)  # how a refusing pipeline makes room
+    machine.apply("s2", [step], False)
+    assert list(machine.bespoke) == ["s1", "s2"] and "default" not in machine.manager
+
+
+@pytest.mark.parametrize("policy", ["evict", "refuse"])
+def test_a_refusing_pipeline_passes_the_machine(policy: str) -> None:
+    """Generated programs on a manager that always refuses find nothing under either run."""
+    subject = Subject(name="refusing", manager_factory=_always_refusing)
+    run_state_machine_as_test(
+        lambda: AdapterMachine(subject, _COUNTED_SPEC, policy=policy),
+        settings=settings(max_examples=15, stateful_step_count=12),
+    )
+
+
+@dataclass(frozen=True)
+class PoliciesCase:
+    id: str
+    policies: Any
+    capabilities: frozenset[str]
+    own_manager: bool
+    expected: tuple[str, ...] | str  # the policies, or the UsageError's message
+
+
+POLICIES_CASES = [
+    PoliciesCase("reference-manager-evicts-only", None, frozenset(), False, ("evict",)),
+    PoliciesCase("reference-manager-asks-both", POLICIES, frozenset(), False, POLICIES),
+    PoliciesCase("admission-derives-both", None, frozenset({"admission"}), True, POLICIES),
+    PoliciesCase("no-admission-evicts-only", None, frozenset(), True, ("evict",)),
+    PoliciesCase("declared-refuse-only", ("refuse",), frozenset({"admission"}), True, ("refuse",)),
+    PoliciesCase(
+        "refuse-without-admission",
+        ("refuse",),
+        frozenset(),
+        True,
+        "AdapterSpec 'counted' runs the 'refuse' policy, but subject 'policies' does not "
+        "declare the 'admission' capability",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", POLICIES_CASES, ids=[c.id for c in POLICIES_CASES])
+def test_adapter_policies(case: PoliciesCase) -> None:
+    spec = replace(_COUNTED_SPEC, policies=case.policies)
+    factory = SessionStateManager if case.own_manager else None
+    subject = Subject(name="policies", manager_factory=factory, capabilities=case.capabilities)
+    if isinstance(case.expected, str):
+        with pytest.raises(UsageError) as info:
+            adapter_policies(subject, spec)
+        assert str(info.value) == case.expected
+    else:
+        assert adapter_policies(subject, spec) == case.expected
+
+
+@pytest.mark.parametrize("policies", [(), ("lru",), ("evict", "evict")])
+def test_adapter_spec_rejects_unknown_policies(policies: tuple[str, ...]) -> None:
+    with pytest.raises(UsageError, match=r"policies must be distinct entries of"):
+        replace(_COUNTED_SPEC, policies=policies)
+
+
+# --- the third worked adapter: Lingbot-like, all state in attrs, one session --------------
+
+
+def _lingbot(name: str, *args: Any) -> Call:
+    op = next(op for op in LINGBOT_SPEC.operations if op.name == name)
+    return Call(op, args, {"device": torch.device("cpu"), "num_layers": 2} if not args else {})
+
+
+LINGBOT_PROGRAM = [
+    _lingbot("begin_request", "r1"),
+    _lingbot("capture_shapes", 64, 128),
+    _lingbot("init_state"),
+    _lingbot("bump_end_indices", 3),
+    _lingbot("keep_last_latents", lingbot_like.decoded_latents(3, 0, torch.bfloat16)),
+    _lingbot("advance", 2),
+    _lingbot("begin_request", "r1"),
+]
+
+
+@pytest.mark.parametrize("policy", ["evict", "refuse"])
+def test_the_lingbot_program_keeps_everything_in_attrs(policy: str) -> None:
+    """A first call and an extension through fresh adapters; the session holds no object."""
+    subject = Subject(name="lingbot", adapters=(LINGBOT_SPEC,))
+    machine = AdapterMachine(subject, LINGBOT_SPEC, parity=True, policy=policy)
+    machine.apply(None, LINGBOT_PROGRAM, False)
+    session = machine.manager.get_or_create_session(None)
+    assert session.names() == []
+    assert sorted(session.attrs) == [
+        "current_lat_f", "current_start_frame", "frame_seqlen", "global_end_index", "h",
+        "is_initialized", "last_decoded_latent", "lat_h", "lat_w", "local_end_index",
+        "num_layers", "session_id", "w",
+    ]  # fmt: skip
+    assert session.attrs["local_end_index"][1].tolist() == [3]
+    assert session.attrs["last_decoded_latent"].shape == (1, 1, 2, 1, 2)
+
+
+def test_the_lingbot_example_passes_the_machine() -> None:
+    """Generated programs on one session at a time (each new session evicts the last)."""
+    subject = Subject(name="lingbot", adapters=(LINGBOT_SPEC,))
+    run_state_machine_as_test(
+        lambda: AdapterMachine(subject, LINGBOT_SPEC, policy="refuse"),
+        settings=settings(max_examples=15, stateful_step_count=10, derandomize=True),
+    )
+
+
+def test_the_lingbot_twin_fails_adapt_3_at_the_next_forward() -> None:
+    """Resetting on build wipes what the last forward wrote: the fresh adapter shows it."""
+    from sessionstate.fixtures.zoo.adapt_lingbot_resets_on_build import subject as twin
+
+    machine = AdapterMachine(twin, twin.adapters[0])
+    with pytest.raises(ClauseFailure) as info:
+        machine.apply("s1", LINGBOT_PROGRAM[:1], False)
+    assert (info.value.clause, str(info.value)) == (
+        "ADAPT-3",
+        "adapter.session_id=None, but should be 'r1' [ADAPT-3: by a fresh adapter after "
+        "begin_request(adapter, ...) on session 's1'; type(value) is NoneType, not str]",
+    )

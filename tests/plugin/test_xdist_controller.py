@@ -39,10 +39,10 @@ def test_controller_starts_workers_first_and_reports_what_they_loaded(tmp_path: 
     summary = after.split("sessionstate: under test")[1]
     assert "subject 'reference' from sessionstate.fixtures.reference_subject:subject" in summary
     assert "devices: cpu, meta" in summary
-    assert "capabilities: admission, threadsafe" in summary
+    assert "capabilities: admission, require_session, threadsafe" in summary
     payload = json.loads(results.read_text(encoding="utf-8"))
     assert payload["subject"] == "reference"
-    assert payload["capabilities"] == ["admission", "threadsafe"]
+    assert payload["capabilities"] == ["admission", "require_session", "threadsafe"]
     assert [d["name"] for d in payload["environment"]["devices"]][:2] == ["cpu", "meta"]
     assert payload["verdict"] == "conformant"
 
