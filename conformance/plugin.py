@@ -13,6 +13,7 @@ import json
 import os
 import re
 import time
+from argparse import SUPPRESS
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,6 +26,7 @@ from sessionstate.conformance.subject import DEFAULT_TARGET
 
 if TYPE_CHECKING:
     from sessionstate.conformance._harness.expectations import Expectation
+    from sessionstate.conformance._harness.journal import Journal
     from sessionstate.conformance.subject import Subject
 
 SUBJECT_ENV = "SESSIONSTATE_SUBJECT"
@@ -46,6 +48,8 @@ class _Configured(TypedDict):
     call_timeout: float | None
     collected: dict[str, list[str]]
     collected_count: int | None
+    #: An xdist controller's: the ids its workers collected (it knows no clauses).
+    collected_ids: list[str]
     profile_loaded: bool
 
 
@@ -152,6 +156,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="with --sessionstate-reproduce: replay this failing case, as "
         "@reproduce_failure(VERSION, BLOB) on the test would",
     )
+    # Internal, for `sessionstate check`'s supervisor (supervisor.py): not in --help.
+    group.addoption("--sessionstate-journal", metavar="DIR", default=None, help=SUPPRESS)
+    group.addoption("--sessionstate-test-timeout", type=float, default=None, help=SUPPRESS)
+    group.addoption("--sessionstate-skip-ids", metavar="FILE", default=None, help=SUPPRESS)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -177,6 +185,7 @@ def pytest_configure(config: pytest.Config) -> None:
     call_timeout = _call_timeout(config)
     _RECORDS.clear()
     _STOPPED.clear()
+    _open_journal(config)
     state: _RunState = {
         "target": target,
         "profile": profile,
@@ -192,6 +201,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # controller collects none and only learns how many its workers did.
         "collected": {},
         "collected_count": None,
+        "collected_ids": [],
         "profile_loaded": False,
     }
     config.stash[_STATE] = state
@@ -231,6 +241,86 @@ def _call_timeout(config: pytest.Config) -> float | None:
 
 def _state(config: pytest.Config) -> _RunState:
     return config.stash[_STATE]
+
+
+# The journal (--sessionstate-journal; see _harness/journal.py) ---------------------------
+
+#: This process's journal, when the supervisor of ``sessionstate check`` asked for one.
+_JOURNAL: list[Journal] = []
+#: Node ids of the tests this process is running now (``pytest_runtest_protocol``).
+_IN_FLIGHT: set[str] = set()
+#: Files faulthandler writes to (kept open for as long as the process runs).
+_FAULT_FILES: list[Any] = []
+#: An xdist controller's crashed tests: node id -> xdist's message.
+_CRASHED: dict[str, str] = {}
+
+
+def _open_journal(config: pytest.Config) -> None:
+    _JOURNAL.clear()
+    _IN_FLIGHT.clear()
+    _CRASHED.clear()
+    folder = config.getoption("--sessionstate-journal")
+    if folder:
+        from sessionstate.conformance._harness.journal import Journal
+
+        _JOURNAL.append(Journal(folder))
+
+
+def _journal(event: str, **fields: Any) -> None:
+    if _JOURNAL:
+        _JOURNAL[0].write(event, **fields)
+
+
+def _skipped_ids(config: pytest.Config) -> set[str]:
+    """``--sessionstate-skip-ids FILE``: the node ids (a JSON list) a resumed run leaves out."""
+    path = config.getoption("--sessionstate-skip-ids")
+    if not path:
+        return set()
+    return set(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def _arm_faulthandler(config: pytest.Config) -> None:
+    """With a journal and a per-test bound: report a fatal signal to ``<pid>.fatal`` and
+    dump every thread's stack to ``<pid>.stack`` a little before the bound runs out, from
+    faulthandler's own thread, which runs even while a C loop holds the GIL. The
+    supervisor names the call in flight from them."""
+    import faulthandler
+
+    seconds = config.getoption("--sessionstate-test-timeout")
+    if not _JOURNAL or not seconds:
+        return
+    if not _FAULT_FILES:
+        try:
+            _FAULT_FILES.append(_JOURNAL[0].path(".stack").open("a", encoding="utf-8"))
+            _FAULT_FILES.append(_JOURNAL[0].path(".fatal").open("a", encoding="utf-8"))
+        except OSError:
+            return
+        faulthandler.enable(file=_FAULT_FILES[1], all_threads=True)
+    margin = min(5.0, seconds / 4)
+    faulthandler.dump_traceback_later(max(seconds - margin, 0.5), file=_FAULT_FILES[0])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """Only in the process running the test: journal its start, and bracket it with the
+    faulthandler dump (see ``_arm_faulthandler``)."""
+    if not _JOURNAL or not item_clauses(item):
+        yield
+        return
+    import faulthandler
+
+    config = item.config
+    if not _FAULT_FILES and _STATE in config.stash and _suite_requested(config):
+        _journal("facts", facts=_json_facts(config))
+    _IN_FLIGHT.add(item.nodeid)
+    _journal("start", nodeid=item.nodeid)
+    _arm_faulthandler(config)
+    try:
+        yield
+    finally:
+        if _FAULT_FILES:
+            faulthandler.cancel_dump_traceback_later()
+        _IN_FLIGHT.discard(item.nodeid)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -425,12 +515,16 @@ def pytest_collection_modifyitems(
     wanted = config.getoption("--sessionstate-clause")
     reproduce = config.getoption("--sessionstate-reproduce")
     selected_clauses = state["selected"]
+    skip_ids = _skipped_ids(config)
     subject = None
     keep, dropped = [], []
     for item in items:
         ids = item_clauses(item)
         if not ids:
             keep.append(item)
+            continue
+        if item.nodeid in skip_ids:  # a resumed run: ended in an earlier attempt
+            dropped.append(item)
             continue
         for cid in ids:
             if cid not in known:
@@ -447,6 +541,8 @@ def pytest_collection_modifyitems(
         _apply_hooks(item, ids, subject)
         _apply_expectations(item, ids, state["expectations"])
     state["collected"] = {item.nodeid: item_clauses(item) for item in keep if item_clauses(item)}
+    if state["collected"]:
+        _journal("collected", tests=state["collected"])
     if config.getoption("--sessionstate-database"):  # the keys HypoFuzz saved under
         from sessionstate.conformance._harness.database import align_keys
 
@@ -549,6 +645,7 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     if ids and config is not None and _STATE in config.stash:
         state = _state(config)  # how many tests the run holds, for an interrupted run's report
         state["collected_count"] = state["collected_count"] or len(ids)
+        state["collected_ids"] = state["collected_ids"] or list(ids)
     if ids and all(_SUITE_ID.search(nodeid) for nodeid in ids):
         _freeze_what_collection_made()
 
@@ -709,6 +806,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     # The sessionstate_* properties read here are the str ones pytest_runtest_makereport adds.
     props = cast("dict[str, str]", dict(report.user_properties))
     if "sessionstate_clauses" not in props:
+        if report.failed and report.when == "???":  # xdist: the worker running it died
+            message = str(report.longrepr).strip().splitlines()[0]
+            _CRASHED[report.nodeid] = message
+            _journal("crash", nodeid=report.nodeid, message=message)
         return
     if report.when != "call" and not (report.failed or report.skipped):
         return
@@ -729,6 +830,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             "reproduce": props.get("sessionstate_reproduce", ""),
         }
     )
+    if report.nodeid in _IN_FLIGHT:  # the process running it says it, not the controller
+        _journal("record", record=_RECORDS[-1])
 
 
 _RECORDS: list[dict[str, Any]] = []
@@ -789,6 +892,14 @@ def _how_it_ended(session: pytest.Session, exitstatus: int) -> dict[str, Any]:
             unfinished = sorted({c for n, cs in collected.items() if n not in done for c in cs})
         note = "interrupted" if why == "interrupted" else f"the run stopped ({why})"
         note += " before all its tests ran"
+    recorded = {record["nodeid"] for record in _RECORDS}
+    lost = [n for n in state["collected_ids"] if _SUITE_ID.search(n) and n not in recorded]
+    if why is None and lost:  # a crashed worker's test: never silently absent
+        unfinished = None  # an xdist controller knows no test's clauses
+        crash = _CRASHED.get(lost[0])
+        note = f"{len(lost)} test(s) ended without a result, e.g. {_short_id(lost[0])}" + (
+            f" ({crash})" if crash else ""
+        )
     if reproduce:  # one test ran: its clauses' other tests did not
         unfinished = None if unfinished is None else sorted({*unfinished, *state["selected"]})
         note = note or f"only {reproduce} ran (--reproduce)"
