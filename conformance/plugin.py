@@ -402,7 +402,20 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         lines = under_test.controller_header_lines(*_run_line_args(config))
     else:
         lines = under_test.header_lines(*_run_line_args(config), _facts(config))
-    return [*lines, _deadline_line(config)]
+    return [*lines, _deadline_line(config), *_bound_line(config)]
+
+
+def _bound_line(config: pytest.Config) -> list[str]:
+    """Under ``sessionstate check``'s supervisor: the wall-clock bound of one test."""
+    if not config.getoption("--sessionstate-journal"):
+        return []
+    seconds = config.getoption("--sessionstate-test-timeout")
+    if not seconds:
+        return ["  each test: unbounded (SESSIONSTATE_TEST_TIMEOUT=0); a hang hangs the run"]
+    return [
+        f"  each test: cut off after {seconds:g} s of wall-clock time (the profile's bound, "
+        "or SESSIONSTATE_TEST_TIMEOUT), its clauses unchecked"
+    ]
 
 
 def _deadline_line(config: pytest.Config) -> str:

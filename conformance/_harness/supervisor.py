@@ -242,7 +242,7 @@ class _Run:
         seconds = self.test_seconds or 0
         call = _call_in_flight(self.journal / f"{pid}.stack")
         message = f"cut off after {seconds:g} s{call} ({TEST_TIMEOUT_ENV} or the profile's bound)"
-        self._record(nodeid, message)
+        self._record(nodeid, message, seconds)
         self.running.pop((pid, nodeid), None)
         if self.options.workers and pid != child.process.pid:
             with contextlib.suppress(ProcessLookupError):
@@ -283,14 +283,14 @@ class _Run:
             message += f" ({xdist})"
         self._record(nodeid, message)
 
-    def _record(self, nodeid: str, message: str) -> None:
+    def _record(self, nodeid: str, message: str, seconds: float = 0.0) -> None:
         self.own[nodeid] = {
             "nodeid": nodeid,
             "clauses": list(self.collected.get(nodeid, [])),
             "outcome": "crashed",
             "failed_clauses": [],
             "message": message,
-            "seconds": 0.0,
+            "seconds": seconds,
             "reproduce": "",
         }
         self.records.pop(nodeid, None)
