@@ -253,12 +253,15 @@ _IN_FLIGHT: set[str] = set()
 _FAULT_FILES: list[Any] = []
 #: An xdist controller's crashed tests: node id -> xdist's message.
 _CRASHED: dict[str, str] = {}
+#: Whether this process has journaled the facts (once, at its first test).
+_FACTS_SENT: list[bool] = []
 
 
 def _open_journal(config: pytest.Config) -> None:
     _JOURNAL.clear()
     _IN_FLIGHT.clear()
     _CRASHED.clear()
+    _FACTS_SENT.clear()
     folder = config.getoption("--sessionstate-journal")
     if folder:
         from sessionstate.conformance._harness.journal import Journal
@@ -310,7 +313,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     import faulthandler
 
     config = item.config
-    if not _FAULT_FILES and _STATE in config.stash and _suite_requested(config):
+    if not _FACTS_SENT and _STATE in config.stash and _suite_requested(config):
+        _FACTS_SENT.append(True)
         _journal("facts", facts=_json_facts(config))
     _IN_FLIGHT.add(item.nodeid)
     _journal("start", nodeid=item.nodeid)

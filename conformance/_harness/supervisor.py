@@ -119,6 +119,8 @@ class _Run:
     crashes: dict[str, str] = field(default_factory=dict)
     #: (pid, node id) of each test started and not yet ended -> when it was first seen.
     running: dict[tuple[int, str], float] = field(default_factory=dict)
+    #: Node id -> the process that started it last.
+    started_by: dict[str, int] = field(default_factory=dict)
     facts: dict[str, Any] | None = None
     phase: str = "starting"
     signals: list[int] = field(default_factory=list)
@@ -207,6 +209,12 @@ class _Run:
             if not child.tested and startup is not None and now - child.started > startup:
                 self._kill(child, f"start-up took over {startup:g} s")
                 continue
+            for pid, nodeid in list(self.running):
+                if _fatal_error(self.journal / f"{pid}.fatal"):  # it is dying: say so now
+                    self._crashed(pid, nodeid, None)
+                    if self.options.workers and pid != child.process.pid:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGKILL)
             if self.test_seconds is not None:
                 for (pid, nodeid), seen in list(self.running.items()):
                     if now - seen > self.test_seconds:
@@ -215,6 +223,7 @@ class _Run:
 
     def _read_journal(self, child: _Child) -> None:
         now = time.monotonic()
+        crashes: list[str] = []
         for pid, event in self.reader.poll():
             kind = event.get("e")
             if kind == "phase":
@@ -226,16 +235,18 @@ class _Run:
             elif kind == "start":
                 child.tested = True
                 self.running[(pid, str(event["nodeid"]))] = now
+                self.started_by[str(event["nodeid"])] = pid
             elif kind == "record":
                 record = event["record"]
                 self.running.pop((pid, record["nodeid"]), None)
                 if record["nodeid"] not in self.own:
                     self.records[record["nodeid"]] = record
             elif kind == "crash":
-                nodeid = str(event["nodeid"])
-                self.crashes[nodeid] = str(event.get("message", ""))
-                for key in [k for k in self.running if k[1] == nodeid]:
-                    self._crashed(key[0], nodeid, None, xdist=self.crashes[nodeid])
+                crashes.append(str(event["nodeid"]))
+                self.crashes[crashes[-1]] = str(event.get("message", ""))
+        for nodeid in crashes:  # after the starts read with them, from the workers' files
+            pid = self.started_by.get(nodeid, 0)
+            self._crashed(pid, nodeid, None, xdist=self.crashes[nodeid])
 
     def _cut_off(self, child: _Child, pid: int, nodeid: str) -> None:
         """``nodeid`` ran past its bound in process ``pid``: record it, kill the process."""
