@@ -823,7 +823,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     # The sessionstate_* properties read here are the str ones pytest_runtest_makereport adds.
     props = cast("dict[str, str]", dict(report.user_properties))
     if "sessionstate_clauses" not in props:
-        if report.failed and report.when == "???":  # xdist: the worker running it died
+        if report.failed and str(report.when) == "???":  # xdist: the worker running it died
             message = str(report.longrepr).strip().splitlines()[0]
             _CRASHED[report.nodeid] = message
             _journal("crash", nodeid=report.nodeid, message=message)
