@@ -2,7 +2,8 @@
 
 ``python -m sessionstate.conformance._harness.child SPEC.json`` where the file holds
 ``{"options": CheckOptions fields, "files": {...}, "test_seconds": float | null,
-"skip_ids": path | null}``. It does what the check did in one process before: validates
+"skip_ids": path | null, "validate_only": bool}`` (``validate_only``: stop after the
+validation, for ``sessionstate fuzz``). It does what the check did in one process before: validates
 the request with the subject's code (``runner.validate``: importing the target, calling
 its hooks) and runs ``pytest.main`` with the suite's arguments, plus the journal and the
 per-test bound for the plugin. It hands back, in the files the supervisor named:
@@ -47,6 +48,9 @@ def main(argv: list[str]) -> int:
     except UsageError as error:
         Path(files["usage"]).write_text(str(error), encoding="utf-8")
         return EXIT_USAGE
+    if spec.get("validate_only"):  # sessionstate fuzz: the subject answers, nothing runs
+        Path(files["status"]).write_text(json.dumps({"pytest": 0}), encoding="utf-8")
+        return 0
     journal.write("phase", phase="collecting and running the tests")
     import pytest
 

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = ["COUNTS_ENV", "FuzzOptions", "count_examples", "fuzz_arguments", "run_fuzz"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 #: Set by ``sessionstate fuzz`` for HypoFuzz's workers: the folder their counts go to.
 COUNTS_ENV = "SESSIONSTATE_FUZZ_COUNTS"
 DEFAULT_SECONDS = 600
@@ -78,7 +78,7 @@ def validate(options: FuzzOptions) -> str:
     from sessionstate.conformance._harness.database import EXTRA_HINT, open_database
     from sessionstate.conformance._harness.profiles import default_fuzz_database
     from sessionstate.conformance._harness.runner import CheckOptions
-    from sessionstate.conformance._harness.runner import validate as validate_check
+    from sessionstate.conformance._harness.supervisor import validate_in_child
 
     if not options.seconds > 0:
         raise UsageError(f"--seconds {options.seconds:g}: give a number of seconds above 0")
@@ -90,7 +90,8 @@ def validate(options: FuzzOptions) -> str:
         import hypofuzz  # noqa: F401
     except ImportError:
         raise UsageError(f"fuzzing needs HypoFuzz, which is not installed: {EXTRA_HINT}") from None
-    validate_check(CheckOptions(target=options.target, clauses=list(options.clauses)))
+    # In a child process: the subject's code must not end or hang this one.
+    validate_in_child(CheckOptions(target=options.target, clauses=list(options.clauses)))
     spec = options.database or str(default_fuzz_database())
     open_database(spec, create=True)
     return spec
@@ -113,11 +114,16 @@ def fuzz_arguments(options: FuzzOptions, database: str) -> list[str]:
 
 def run_fuzz(options: FuzzOptions) -> int:
     """Fuzz as ``options`` say; report; return the exit status."""
+    from sessionstate.conformance._harness.supervisor import NoAnswer
+
     try:
         spec = validate(options)
     except UsageError as error:
         print(f"sessionstate fuzz: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except NoAnswer as error:
+        print(f"sessionstate fuzz: incomplete: {error}", file=sys.stderr)
+        return EXIT_INCOMPLETE
     from sessionstate.conformance._harness.database import describe, open_database
 
     database = open_database(spec, create=True)

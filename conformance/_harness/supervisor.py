@@ -61,7 +61,15 @@ from sessionstate.conformance._harness.runner import (
 )
 from sessionstate.conformance.subject import UsageError
 
-__all__ = ["EXIT_GRACE", "MAX_ATTEMPTS", "POLL", "SIGNAL_GRACE", "supervise"]
+__all__ = [
+    "EXIT_GRACE",
+    "MAX_ATTEMPTS",
+    "POLL",
+    "SIGNAL_GRACE",
+    "NoAnswer",
+    "supervise",
+    "validate_in_child",
+]
 
 #: Seconds between two reads of the journal.
 POLL = 0.5
@@ -88,6 +96,47 @@ def supervise(options: CheckOptions) -> int:
         run = _Run(options, seconds, Path(scratch))
         with run.handling_signals():
             return run.go()
+
+
+class NoAnswer(Exception):
+    """The child validating a request ended, or ran past the start-up bound, without an
+    answer: the subject's code ended or hung its process (incomplete, not misuse)."""
+
+
+def validate_in_child(options: CheckOptions) -> None:
+    """``runner.validate`` in a child process, so that the subject's code (importing the
+    target, calling its hooks) can neither end nor hang this one: ``UsageError`` with the
+    check's one line, or ``NoAnswer`` naming how the child ended."""
+    from sessionstate.conformance._harness.bounds import STARTUP_SECONDS
+
+    with tempfile.TemporaryDirectory(prefix="sessionstate-validate-") as scratch:
+        folder = Path(scratch)
+        files = {name: folder / f"{name}.json" for name in ("spec", "usage", "status")}
+        files["journal"] = folder
+        files["results"] = folder / "results.json"
+        spec = {"options": asdict(options), "files": {k: str(v) for k, v in files.items()},
+                "test_seconds": None, "skip_ids": None, "validate_only": True}  # fmt: skip
+        files["spec"].write_text(json.dumps(spec), encoding="utf-8")
+        command = [sys.executable, "-P", "-m", "sessionstate.conformance._harness.child"]
+        process = subprocess.Popen([*command, str(files["spec"])], start_new_session=True)
+        try:
+            code: int | None = process.wait(STARTUP_SECONDS)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        if files["usage"].exists():
+            raise UsageError(files["usage"].read_text(encoding="utf-8"))
+        if not files["status"].exists():
+            how = (
+                f"ran over {STARTUP_SECONDS:g} s" if code is None else f"ended with {_status(code)}"
+            )
+            raise NoAnswer(
+                f"the process importing the target and calling its hooks {how} before it "
+                "answered (the subject's code?)"
+            )
 
 
 @dataclass
