@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import sysconfig
 import textwrap
 import time
 from collections.abc import Callable
@@ -341,3 +342,83 @@ def test_fuzz_killed_outright_leaves_no_hypofuzz_behind(tmp_path: Path) -> None:
     finally:
         if process.poll() is None:
             process.kill()
+
+
+# In-process: the rules the supervisor applies, without a process to run.
+
+BOUNDS = [
+    # (id, profile, SESSIONSTATE_TEST_TIMEOUT or None, bound or the usage error's start)
+    ("quick-profile", "quick", None, 120.0),
+    ("ci-profile", "ci", None, 300.0),
+    ("deep-profile", "deep", None, 1800.0),
+    ("override", "ci", "20", 20.0),
+    ("zero-is-unbounded", "ci", "0", None),
+    ("negative", "ci", "-5", "SESSIONSTATE_TEST_TIMEOUT='-5': give the seconds"),
+    ("not-a-number", "ci", "soon", "SESSIONSTATE_TEST_TIMEOUT='soon': give the seconds"),
+    ("infinite", "ci", "inf", "SESSIONSTATE_TEST_TIMEOUT='inf': give the seconds"),
+]
+
+
+@pytest.mark.parametrize(("profile", "value", "expected"), [b[1:] for b in BOUNDS],
+                         ids=[b[0] for b in BOUNDS])  # fmt: skip
+def test_the_bound_of_a_test(profile: str, value: str | None, expected: Any) -> None:
+    from sessionstate.conformance._harness.bounds import test_bound
+    from sessionstate.conformance.subject import UsageError
+
+    environ = {} if value is None else {"SESSIONSTATE_TEST_TIMEOUT": value}
+    if isinstance(expected, str):
+        with pytest.raises(UsageError) as raised:
+            test_bound(profile, environ)
+        assert str(raised.value).startswith(expected), raised.value
+    else:
+        assert test_bound(profile, environ) == expected
+
+
+SUITE = str(Path(__file__).resolve().parents[2] / "conformance" / "_machine" / "manager.py")
+STDLIB = sysconfig.get_paths()["stdlib"]
+DUMPS = [
+    # (id, faulthandler's text, the call it names)
+    (
+        "subject-called-from-the-suite",
+        f"""Timeout (0:00:15)!
+Thread 0x00007f0000000001 (most recent call first):
+  File "{STDLIB}/threading.py", line 320 in wait
+  File "/work/execnet/gateway_base.py", line 534 in read
+
+Thread 0x00007f0000000002 (most recent call first):
+  File "/home/me/mine/accounting.py", line 12 in _walk
+  File "/home/me/mine/manager.py", line 88 in stats
+  File "{SUITE}", line 297 in step
+  File "/usr/lib/python3.11/site-packages/hypothesis/core.py", line 1 in run
+""",
+        " in stats() (accounting.py:12)",
+    ),
+    (
+        "exec-d-code-only",
+        f"""Timeout (0:00:15)!
+Thread 0x00007f0000000002 (most recent call first):
+  File "<string>", line 4 in stats
+  File "{SUITE}", line 297 in step
+""",
+        " in stats (<string>:4)",
+    ),
+    (
+        "fatal-signal",
+        f"""Fatal Python error: Segmentation fault
+
+Current thread 0x00007f0000000002 (most recent call first):
+  File "{STDLIB}/ctypes/__init__.py", line 519 in string_at
+  File "/home/me/mine/manager.py", line 9 in stats
+  File "{SUITE}", line 297 in step
+""",
+        " in stats() (manager.py:9)",
+    ),
+    ("no-frames", "Timeout (0:00:15)!\n", ""),
+]
+
+
+@pytest.mark.parametrize(("text", "named"), [d[1:] for d in DUMPS], ids=[d[0] for d in DUMPS])
+def test_the_call_in_flight_is_named_from_the_stack_dump(text: str, named: str) -> None:
+    from sessionstate.conformance._harness.supervisor import _call_from_dump
+
+    assert _call_from_dump(text) == named
