@@ -952,6 +952,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "profile": state["profile"],
         "seed": state["seed"],
         "seconds": round(time.monotonic() - state["started"], 2),
+        # Under `sessionstate check`: the wall-clock bound of one test (None: unbounded).
+        "test_timeout": config.getoption("--sessionstate-test-timeout"),
         **_how_it_ended(session, exitstatus),
         # When the run ended, in UTC: the matrix and the JUnit XML say how old a result is.
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),

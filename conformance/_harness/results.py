@@ -194,7 +194,8 @@ def results_json(
     ``facts`` of what was under test (``under_test.gather``), per-clause results and the
     verdict, and every test record.
 
-    ``run`` may also say how the run ended (``plugin._how_it_ended``): ``stopped`` (why it
+    ``run`` may also give ``test_timeout``, the wall-clock bound of one test under
+    ``sessionstate check`` (``None``: unbounded, or not run by it), and say how the run ended (``plugin._how_it_ended``): ``stopped`` (why it
     ended before its last test, or ``None``), ``interrupted`` (stopped other than at a
     failure, as ``-x`` asks: the verdict is then ``incomplete``), ``tests_collected``,
     and ``unfinished``: the clauses whose tests did not all run (``None``: not known, so
@@ -224,6 +225,7 @@ def results_json(
         "tests_collected": run.get("tests_collected"),
         "strict": strict,
         "seconds": run["seconds"],
+        "test_timeout": run.get("test_timeout"),
         "date": run.get("date"),
         "unmatched_expectations": unmatched,
         "environment": facts["environment"],

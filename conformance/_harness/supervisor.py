@@ -448,6 +448,7 @@ class _Run:
             "profile": options.profile,
             "seed": options.seed,
             "seconds": round(time.monotonic() - self.started, 2),
+            "test_timeout": self.test_seconds,
             "stopped": "interrupted" if signum else None,
             "interrupted": bool(signum),
             "tests_collected": len(self.collected) or None,
