@@ -92,6 +92,8 @@ def supervise(options: CheckOptions) -> int:
     except UsageError as error:
         print(f"sessionstate check: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    if {"--trace", "--pdb"} & set(options.pytest_args):
+        seconds = None  # a person stepping through a test is not a hang
     with tempfile.TemporaryDirectory(prefix="sessionstate-check-") as scratch:
         run = _Run(options, seconds, Path(scratch))
         with run.handling_signals():
