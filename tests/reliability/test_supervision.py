@@ -310,15 +310,25 @@ def _hypofuzz_group(parent: int) -> int | None:
     return None
 
 
-def test_fuzz_killed_outright_leaves_no_hypofuzz_behind(tmp_path: Path) -> None:
-    """SIGKILL of ``sessionstate fuzz``, which no handler sees: the reaper kills HypoFuzz's
-    whole process group within the bound."""
+FUZZ_STOPS = [
+    # (id, the signal sent to `sessionstate fuzz`, its exit status; None: killed outright)
+    ("sigkill", signal.SIGKILL, None),
+    ("sigterm", signal.SIGTERM, 143),
+]
+
+
+@pytest.mark.parametrize(("signum", "status"), [f[1:] for f in FUZZ_STOPS],
+                         ids=[f[0] for f in FUZZ_STOPS])  # fmt: skip
+def test_fuzz_leaves_no_hypofuzz_behind(tmp_path: Path, signum: int, status: int | None) -> None:
+    """However ``sessionstate fuzz`` is stopped, HypoFuzz's whole process group is gone
+    within the bound: SIGTERM is handled as Ctrl-C (exit 143, one line); SIGKILL, which no
+    handler sees, is answered by the reaper."""
     pytest.importorskip("hypofuzz")
     command = [sys.executable, "-m", "sessionstate", "fuzz", "--seconds", "600", "--clause",
                "KEY-1", "--database", str(tmp_path / "db")]  # fmt: skip
     process = subprocess.Popen(
         command, cwd=tmp_path, env=_env(tmp_path, {}), stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
@@ -329,8 +339,11 @@ def test_fuzz_killed_outright_leaves_no_hypofuzz_behind(tmp_path: Path) -> None:
             time.sleep(0.2)
             group = _hypofuzz_group(process.pid)
         time.sleep(2)  # HypoFuzz running, with whatever workers it starts
-        process.kill()
-        process.wait()
+        process.send_signal(signum)
+        _, stderr = process.communicate(timeout=60)
+        if status is not None:
+            assert process.returncode == status, (process.returncode, stderr)
+            assert stderr.strip().splitlines() == ["sessionstate fuzz: interrupted by SIGTERM"]
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -342,6 +355,7 @@ def test_fuzz_killed_outright_leaves_no_hypofuzz_behind(tmp_path: Path) -> None:
     finally:
         if process.poll() is None:
             process.kill()
+            process.communicate()
 
 
 # In-process: the rules the supervisor applies, without a process to run.
