@@ -253,6 +253,8 @@ _IN_FLIGHT: set[str] = set()
 _FAULT_FILES: list[Any] = []
 #: An xdist controller's crashed tests: node id -> xdist's message.
 _CRASHED: dict[str, str] = {}
+#: An xdist controller's: test id -> clauses, as the workers that finished collected them.
+_WORKER_COLLECTED: dict[str, list[str]] = {}
 #: Whether this process has journaled the facts (once, at its first test).
 _FACTS_SENT: list[bool] = []
 
@@ -262,6 +264,7 @@ def _open_journal(config: pytest.Config) -> None:
     _IN_FLIGHT.clear()
     _CRASHED.clear()
     _FACTS_SENT.clear()
+    _WORKER_COLLECTED.clear()
     folder = config.getoption("--sessionstate-journal")
     if folder:
         from sessionstate.conformance._harness.journal import Journal
@@ -465,10 +468,12 @@ def _facts(config: pytest.Config) -> dict[str, Any]:
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: object | None) -> None:
     """The xdist controller keeps the facts of the first worker that sent them."""
-    facts = getattr(node, "workeroutput", {}).get("sessionstate")
+    output = getattr(node, "workeroutput", {})
+    facts = output.get("sessionstate")
     if facts is not None and _STATE in node.config.stash:
         state = _state(node.config)
         state["facts"] = state["facts"] or facts
+        _WORKER_COLLECTED.update(output.get("sessionstate_collected") or {})
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -884,6 +889,13 @@ def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> N
 _INTERRUPTIONS = ("interrupted", "collection errors", "pytest.exit", "internal error")
 
 
+def _is_suite_id(nodeid: str) -> bool:
+    """Whether ``nodeid`` names a test of the shipped suite: under ``--pyargs`` ids are
+    relative to the rootdir (``test_lru.py::...``), so by the module's name too."""
+    module = nodeid.split("::")[0]
+    return bool(_SUITE_ID.search(nodeid)) or ("/" not in module and (_SUITE_DIR / module).is_file())
+
+
 def _how_it_ended(session: pytest.Session, exitstatus: int) -> dict[str, Any]:
     """For ``results.results_json``: whether the run stopped before its last test and why
     (``stopped``; ``interrupted`` unless it stopped at a failure as ``-x`` asks), how many
@@ -910,9 +922,15 @@ def _how_it_ended(session: pytest.Session, exitstatus: int) -> dict[str, Any]:
         note = "interrupted" if why == "interrupted" else f"the run stopped ({why})"
         note += " before all its tests ran"
     recorded = {record["nodeid"] for record in _RECORDS}
-    lost = [n for n in state["collected_ids"] if _SUITE_ID.search(n) and n not in recorded]
+    lost = [
+        n
+        for n in state["collected_ids"]
+        if n not in recorded and (n in _CRASHED or _is_suite_id(n))
+    ]
     if why is None and lost:  # a crashed worker's test: never silently absent
-        unfinished = None  # an xdist controller knows no test's clauses
+        # Its clauses, as a worker that finished collected them; else every clause.
+        known = all(n in _WORKER_COLLECTED for n in lost)
+        unfinished = sorted({c for n in lost for c in _WORKER_COLLECTED[n]}) if known else None
         crash = _CRASHED.get(lost[0])
         note = f"{len(lost)} test(s) ended without a result, e.g. {_short_id(lost[0])}" + (
             f" ({crash})" if crash else ""
@@ -935,6 +953,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(config, "workerinput"):  # an xdist worker: the controller reports
         if state["subject"] is not None:  # it collected conformance tests
             config.workeroutput["sessionstate"] = _facts(config)  # type: ignore[attr-defined]
+            # Each test's clauses: the controller's, should another worker's test be lost.
+            config.workeroutput["sessionstate_collected"] = state["collected"]  # type: ignore[attr-defined]
         return
     no_run = (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.NO_TESTS_COLLECTED)
     if exitstatus in no_run or config.option.collectonly:

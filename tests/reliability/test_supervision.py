@@ -310,6 +310,29 @@ def _hypofuzz_group(parent: int) -> int | None:
     return None
 
 
+def test_plain_pytest_under_xdist_never_drops_a_crashed_test(tmp_path: Path) -> None:
+    """The in-process route (``pytest --pyargs ... -n 2``) has no supervisor: a worker's
+    segfault still leaves its test's clause unchecked in the report, never passed, while
+    the other clause, whose tests all ran, passes."""
+    source = textwrap.dedent(HEADER) + textwrap.dedent(SEGFAULT)
+    (tmp_path / "segfaults.py").write_text(source, encoding="utf-8")
+    report = tmp_path / "report.json"
+    command = [sys.executable, "-m", "pytest", "--pyargs", "sessionstate.conformance.suite",
+               "-p", "sessionstate.conformance.plugin", "-p", "no:cacheprovider", "-q",
+               "--sessionstate-subject", "segfaults:subject", "--sessionstate-profile", "quick",
+               "--sessionstate-clause", "STATS-4", "--sessionstate-clause", "KEY-1", "-n", "2",
+               "--sessionstate-report-json", str(report)]  # fmt: skip
+    done = subprocess.run(command, cwd=tmp_path, env=_env(tmp_path, {}), capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 1, done.stdout[-3000:]  # pytest's: the crashed test failed
+    written = json.loads(report.read_text(encoding="utf-8"))
+    assert written["verdict"] == "incomplete"
+    assert written["clauses"]["KEY-1"]["outcome"] == "passed"
+    stats = written["clauses"]["STATS-4"]
+    assert stats["outcome"] == "unchecked", stats
+    assert "crashed while running" in stats["message"], stats["message"]
+
+
 FUZZ_STOPS = [
     # (id, the signal sent to `sessionstate fuzz`, its exit status; None: killed outright)
     ("sigkill", signal.SIGKILL, None),
