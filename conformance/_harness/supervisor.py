@@ -119,7 +119,7 @@ def validate_in_child(options: CheckOptions) -> None:
         spec = {"options": asdict(options), "files": {k: str(v) for k, v in files.items()},
                 "test_seconds": None, "skip_ids": None, "validate_only": True}  # fmt: skip
         files["spec"].write_text(json.dumps(spec), encoding="utf-8")
-        command = [sys.executable, "-P", "-m", "sessionstate.conformance._harness.child"]
+        command = _child_command()
         process = subprocess.Popen([*command, str(files["spec"])], start_new_session=True)
         try:
             code: int | None = process.wait(STARTUP_SECONDS)
@@ -227,9 +227,7 @@ class _Run:
         if skip:
             files["skip"].write_text(json.dumps(sorted(skip)), encoding="utf-8")
         files["spec"].write_text(json.dumps(spec), encoding="utf-8")
-        # -P: the current directory is not put first on sys.path (the subject's is, by
-        # load_subject, as in one process); the child then sees the same modules.
-        command = [sys.executable, "-P", "-m", "sessionstate.conformance._harness.child"]
+        command = _child_command()
         process = subprocess.Popen([*command, str(files["spec"])], start_new_session=True)
         self.child = _Child(process, files, time.monotonic())
         return self.child
@@ -488,6 +486,14 @@ class _Run:
 
 
 # -- helpers ------------------------------------------------------------------------
+
+
+def _child_command() -> list[str]:
+    """``python -m`` the child entry; with ``-P`` where Python has it (3.11+), so the
+    current directory is not put first on ``sys.path`` by ``-m`` (``load_subject`` puts
+    it there, as in one process) and the child sees the modules this process would."""
+    safe_path = ["-P"] if sys.version_info >= (3, 11) else []
+    return [sys.executable, *safe_path, "-m", "sessionstate.conformance._harness.child"]
 
 
 def _with_signal(text: str, signum: int) -> str:
