@@ -194,6 +194,11 @@ def _exits_within(result: subprocess.CompletedProcess[str], report: dict[str, An
 CASES = [
     Case("sys-exit-target", "", ["sys:exit"], 2, ["target 'sys:exit' called sys.exit()"]),
     Case(
+        "os-exit-at-import", "os._exit(0)\n", ["exitsatimport:subject", "--clause", "KEY-1"], 3,
+        ["the process ended with status 0 before a verdict, while importing the target"],
+        clauses={"KEY-1": "unchecked"}, verdict="incomplete",
+    ),
+    Case(
         "os-exit-in-a-test", OS_EXIT, ["exits:subject", "--clause", "KEY-1"], 3,
         ["test_key.py::test_falsy_id_is_default[0]: the subject's code exited the process "
          "with status 0"],
