@@ -13,6 +13,7 @@ import json
 import os
 import re
 import time
+from argparse import SUPPRESS
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,6 +26,7 @@ from sessionstate.conformance.subject import DEFAULT_TARGET
 
 if TYPE_CHECKING:
     from sessionstate.conformance._harness.expectations import Expectation
+    from sessionstate.conformance._harness.journal import Journal
     from sessionstate.conformance.subject import Subject
 
 SUBJECT_ENV = "SESSIONSTATE_SUBJECT"
@@ -46,6 +48,8 @@ class _Configured(TypedDict):
     call_timeout: float | None
     collected: dict[str, list[str]]
     collected_count: int | None
+    #: An xdist controller's: the ids its workers collected (it knows no clauses).
+    collected_ids: list[str]
     profile_loaded: bool
 
 
@@ -152,6 +156,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="with --sessionstate-reproduce: replay this failing case, as "
         "@reproduce_failure(VERSION, BLOB) on the test would",
     )
+    # Internal, for `sessionstate check`'s supervisor (supervisor.py): not in --help.
+    group.addoption("--sessionstate-journal", metavar="DIR", default=None, help=SUPPRESS)
+    group.addoption("--sessionstate-test-timeout", type=float, default=None, help=SUPPRESS)
+    group.addoption("--sessionstate-skip-ids", metavar="FILE", default=None, help=SUPPRESS)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -178,6 +186,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _RECORDS.clear()
     _STOPPED.clear()
     _INFRASTRUCTURE.clear()
+    _open_journal(config)
     state: _RunState = {
         "target": target,
         "profile": profile,
@@ -193,6 +202,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # controller collects none and only learns how many its workers did.
         "collected": {},
         "collected_count": None,
+        "collected_ids": [],
         "profile_loaded": False,
     }
     config.stash[_STATE] = state
@@ -232,6 +242,93 @@ def _call_timeout(config: pytest.Config) -> float | None:
 
 def _state(config: pytest.Config) -> _RunState:
     return config.stash[_STATE]
+
+
+# The journal (--sessionstate-journal; see _harness/journal.py) ---------------------------
+
+#: This process's journal, when the supervisor of ``sessionstate check`` asked for one.
+_JOURNAL: list[Journal] = []
+#: Node ids of the tests this process is running now (``pytest_runtest_protocol``).
+_IN_FLIGHT: set[str] = set()
+#: Files faulthandler writes to (kept open for as long as the process runs).
+_FAULT_FILES: list[Any] = []
+#: An xdist controller's crashed tests: node id -> xdist's message.
+_CRASHED: dict[str, str] = {}
+#: An xdist controller's: test id -> clauses, as the workers that finished collected them.
+_WORKER_COLLECTED: dict[str, list[str]] = {}
+#: Whether this process has journaled the facts (once, at its first test).
+_FACTS_SENT: list[bool] = []
+
+
+def _open_journal(config: pytest.Config) -> None:
+    _JOURNAL.clear()
+    _IN_FLIGHT.clear()
+    _CRASHED.clear()
+    _FACTS_SENT.clear()
+    _WORKER_COLLECTED.clear()
+    folder = config.getoption("--sessionstate-journal")
+    if folder:
+        from sessionstate.conformance._harness.journal import Journal
+
+        _JOURNAL.append(Journal(folder))
+
+
+def _journal(event: str, **fields: Any) -> None:
+    if _JOURNAL:
+        _JOURNAL[0].write(event, **fields)
+
+
+def _skipped_ids(config: pytest.Config) -> set[str]:
+    """``--sessionstate-skip-ids FILE``: the node ids (a JSON list) a resumed run leaves out."""
+    path = config.getoption("--sessionstate-skip-ids")
+    if not path:
+        return set()
+    return set(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def _arm_faulthandler(config: pytest.Config) -> None:
+    """With a journal and a per-test bound: report a fatal signal to ``<pid>.fatal`` and
+    dump every thread's stack to ``<pid>.stack`` a little before the bound runs out, from
+    faulthandler's own thread, which runs even while a C loop holds the GIL. The
+    supervisor names the call in flight from them."""
+    import faulthandler
+
+    seconds = config.getoption("--sessionstate-test-timeout")
+    if not _JOURNAL or not seconds:
+        return
+    if not _FAULT_FILES:
+        try:
+            _FAULT_FILES.append(_JOURNAL[0].path(".stack").open("a", encoding="utf-8"))
+            _FAULT_FILES.append(_JOURNAL[0].path(".fatal").open("a", encoding="utf-8"))
+        except OSError:
+            return
+        faulthandler.enable(file=_FAULT_FILES[1], all_threads=True)
+    margin = min(5.0, seconds / 4)
+    faulthandler.dump_traceback_later(max(seconds - margin, 0.5), file=_FAULT_FILES[0])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """Only in the process running the test: journal its start, and bracket it with the
+    faulthandler dump (see ``_arm_faulthandler``)."""
+    if not _JOURNAL or not item_clauses(item):
+        yield
+        return
+    import faulthandler
+
+    config = item.config
+    if not _FACTS_SENT and _STATE in config.stash and _suite_requested(config):
+        _FACTS_SENT.append(True)
+        _journal("facts", facts=_json_facts(config))
+    _IN_FLIGHT.add(item.nodeid)
+    _journal("start", nodeid=item.nodeid)
+    _arm_faulthandler(config)
+    try:
+        yield
+    finally:
+        if _FAULT_FILES:
+            faulthandler.cancel_dump_traceback_later()
+        _IN_FLIGHT.discard(item.nodeid)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -313,7 +410,20 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         lines = under_test.controller_header_lines(*_run_line_args(config))
     else:
         lines = under_test.header_lines(*_run_line_args(config), _facts(config))
-    return [*lines, _deadline_line(config)]
+    return [*lines, _deadline_line(config), *_bound_line(config)]
+
+
+def _bound_line(config: pytest.Config) -> list[str]:
+    """Under ``sessionstate check``'s supervisor: the wall-clock bound of one test."""
+    if not config.getoption("--sessionstate-journal"):
+        return []
+    seconds = config.getoption("--sessionstate-test-timeout")
+    if not seconds:
+        return ["  each test: unbounded (SESSIONSTATE_TEST_TIMEOUT=0); a hang hangs the run"]
+    return [
+        f"  each test: cut off after {seconds:g} s of wall-clock time (the profile's bound, "
+        "or SESSIONSTATE_TEST_TIMEOUT), its clauses unchecked"
+    ]
 
 
 def _deadline_line(config: pytest.Config) -> str:
@@ -359,11 +469,13 @@ def _facts(config: pytest.Config) -> dict[str, Any]:
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: object | None) -> None:
     """The xdist controller keeps the facts of the first worker that sent them."""
-    facts = getattr(node, "workeroutput", {}).get("sessionstate")
+    output = getattr(node, "workeroutput", {})
+    facts = output.get("sessionstate")
     if facts is not None and _STATE in node.config.stash:
         state = _state(node.config)
         state["facts"] = state["facts"] or facts
-    _merge_faults(getattr(node, "workeroutput", {}).get("sessionstate_infrastructure"))
+        _WORKER_COLLECTED.update(output.get("sessionstate_collected") or {})
+    _merge_faults(output.get("sessionstate_infrastructure"))
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -429,12 +541,16 @@ def pytest_collection_modifyitems(
     wanted = config.getoption("--sessionstate-clause")
     reproduce = config.getoption("--sessionstate-reproduce")
     selected_clauses = state["selected"]
+    skip_ids = _skipped_ids(config)
     subject = None
     keep, dropped = [], []
     for item in items:
         ids = item_clauses(item)
         if not ids:
             keep.append(item)
+            continue
+        if item.nodeid in skip_ids:  # a resumed run: ended in an earlier attempt
+            dropped.append(item)
             continue
         for cid in ids:
             if cid not in known:
@@ -451,6 +567,8 @@ def pytest_collection_modifyitems(
         _apply_hooks(item, ids, subject)
         _apply_expectations(item, ids, state["expectations"])
     state["collected"] = {item.nodeid: item_clauses(item) for item in keep if item_clauses(item)}
+    if state["collected"]:
+        _journal("collected", tests=state["collected"])
     if config.getoption("--sessionstate-database"):  # the keys HypoFuzz saved under
         from sessionstate.conformance._harness.database import align_keys
 
@@ -553,6 +671,7 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     if ids and config is not None and _STATE in config.stash:
         state = _state(config)  # how many tests the run holds, for an interrupted run's report
         state["collected_count"] = state["collected_count"] or len(ids)
+        state["collected_ids"] = state["collected_ids"] or list(ids)
     if ids and all(_SUITE_ID.search(nodeid) for nodeid in ids):
         _freeze_what_collection_made()
 
@@ -720,6 +839,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     props = cast("dict[str, str]", dict(report.user_properties))
     _merge_faults(props.get("sessionstate_infrastructure"))
     if "sessionstate_clauses" not in props:
+        if report.failed and str(report.when) == "???":  # xdist: the worker running it died
+            message = str(report.longrepr).strip().splitlines()[0]
+            _CRASHED[report.nodeid] = message
+            _journal("crash", nodeid=report.nodeid, message=message)
         return
     if report.when != "call" and not (report.failed or report.skipped):
         return
@@ -740,6 +863,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             "reproduce": props.get("sessionstate_reproduce", ""),
         }
     )
+    if report.nodeid in _IN_FLIGHT:  # the process running it says it, not the controller
+        _journal("record", record=_RECORDS[-1])
 
 
 _RECORDS: list[dict[str, Any]] = []
@@ -798,6 +923,13 @@ def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> N
 _INTERRUPTIONS = ("interrupted", "collection errors", "pytest.exit", "internal error")
 
 
+def _is_suite_id(nodeid: str) -> bool:
+    """Whether ``nodeid`` names a test of the shipped suite: under ``--pyargs`` ids are
+    relative to the rootdir (``test_lru.py::...``), so by the module's name too."""
+    module = nodeid.split("::")[0]
+    return bool(_SUITE_ID.search(nodeid)) or ("/" not in module and (_SUITE_DIR / module).is_file())
+
+
 def _how_it_ended(session: pytest.Session, exitstatus: int) -> dict[str, Any]:
     """For ``results.results_json``: whether the run stopped before its last test and why
     (``stopped``; ``interrupted`` unless it stopped at a failure as ``-x`` asks), how many
@@ -823,6 +955,20 @@ def _how_it_ended(session: pytest.Session, exitstatus: int) -> dict[str, Any]:
             unfinished = sorted({c for n, cs in collected.items() if n not in done for c in cs})
         note = "interrupted" if why == "interrupted" else f"the run stopped ({why})"
         note += " before all its tests ran"
+    recorded = {record["nodeid"] for record in _RECORDS}
+    lost = [
+        n
+        for n in state["collected_ids"]
+        if n not in recorded and (n in _CRASHED or _is_suite_id(n))
+    ]
+    if why is None and lost:  # a crashed worker's test: never silently absent
+        # Its clauses, as a worker that finished collected them; else every clause.
+        known = all(n in _WORKER_COLLECTED for n in lost)
+        unfinished = sorted({c for n in lost for c in _WORKER_COLLECTED[n]}) if known else None
+        crash = _CRASHED.get(lost[0])
+        note = f"{len(lost)} test(s) ended without a result, e.g. {_short_id(lost[0])}" + (
+            f" ({crash})" if crash else ""
+        )
     if reproduce:  # one test ran: its clauses' other tests did not
         unfinished = None if unfinished is None else sorted({*unfinished, *state["selected"]})
         note = note or f"only {reproduce} ran (--reproduce)"
@@ -841,6 +987,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(config, "workerinput"):  # an xdist worker: the controller reports
         if state["subject"] is not None:  # it collected conformance tests
             config.workeroutput["sessionstate"] = _facts(config)  # type: ignore[attr-defined]
+            # Each test's clauses: the controller's, should another worker's test be lost.
+            config.workeroutput["sessionstate_collected"] = state["collected"]  # type: ignore[attr-defined]
         config.workeroutput["sessionstate_infrastructure"] = _database_faults()  # type: ignore[attr-defined]
         return
     _merge_faults(_database_faults())
@@ -860,6 +1008,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "profile": state["profile"],
         "seed": state["seed"],
         "seconds": round(time.monotonic() - state["started"], 2),
+        # Under `sessionstate check`: the wall-clock bound of one test (None: unbounded).
+        "test_timeout": config.getoption("--sessionstate-test-timeout"),
         **_how_it_ended(session, exitstatus),
         # The example database failing mid-run (database.GuardedDatabase): never a clause's.
         "infrastructure": list(_INFRASTRUCTURE.values()),

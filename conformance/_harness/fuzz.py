@@ -12,8 +12,11 @@ failed (the check's table follows); 2 misuse (one line: a bad target, clause, da
 ``--seconds``, or the ``[fuzz]`` extra missing); 3 incomplete: no example ran (the time
 was up before HypoFuzz's workers started one); 4 infrastructure (one line): the example
 database cannot be reached, or failed while HypoFuzz ran (HypoFuzz is then stopped, and
-nothing is blamed on the subject); 130 interrupted. A database URL is printed with its
-password redacted (``database.redact``).
+nothing is blamed on the subject); 130 interrupted (143 by SIGTERM, 129 by SIGHUP,
+handled as Ctrl-C). A database URL is printed with its password redacted
+(``database.redact``). HypoFuzz runs in a process group of its own, which is
+stopped on every way out, and killed by a reaper process (``_Reaper``) when this one is
+killed outright (SIGKILL).
 
 What counts as an example: one run of a property's body on one input, in any of HypoFuzz's
 worker processes (generated, mutated, replayed from its corpus, or tried while shrinking).
@@ -80,7 +83,7 @@ def validate(options: FuzzOptions) -> str:
     from sessionstate.conformance._harness.database import EXTRA_HINT, open_database
     from sessionstate.conformance._harness.profiles import default_fuzz_database
     from sessionstate.conformance._harness.runner import CheckOptions
-    from sessionstate.conformance._harness.runner import validate as validate_check
+    from sessionstate.conformance._harness.supervisor import validate_in_child
 
     if not (options.seconds > 0 and options.seconds != float("inf")):  # nan fails both
         raise UsageError(f"--seconds {options.seconds:g}: give a finite number of seconds above 0")
@@ -92,7 +95,8 @@ def validate(options: FuzzOptions) -> str:
         import hypofuzz  # noqa: F401
     except ImportError:
         raise UsageError(f"fuzzing needs HypoFuzz, which is not installed: {EXTRA_HINT}") from None
-    validate_check(CheckOptions(target=options.target, clauses=list(options.clauses)))
+    # In a child process: the subject's code must not end or hang this one.
+    validate_in_child(CheckOptions(target=options.target, clauses=list(options.clauses)))
     spec = options.database or str(default_fuzz_database())
     open_database(spec, create=True)
     return spec
@@ -121,6 +125,7 @@ def run_fuzz(options: FuzzOptions) -> int:
         open_database,
         redact,
     )
+    from sessionstate.conformance._harness.supervisor import NoAnswer
 
     try:
         spec = validate(options)
@@ -130,6 +135,9 @@ def run_fuzz(options: FuzzOptions) -> int:
     except UsageError as error:
         print(f"sessionstate fuzz: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except NoAnswer as error:
+        print(f"sessionstate fuzz: incomplete: {error}", file=sys.stderr)
+        return EXIT_INCOMPLETE
 
     database = open_database(spec, create=True)
     selection = ", ".join(options.clauses) or "every clause"
@@ -145,10 +153,13 @@ def run_fuzz(options: FuzzOptions) -> int:
         log_path = Path(scratch) / "hypofuzz.log"
         with log_path.open("w+", encoding="utf-8", errors="replace") as log:
             try:
-                outcome = _fuzz(options, spec, database, counts_dir, log, started)
-            except KeyboardInterrupt:
-                print("\nsessionstate fuzz: interrupted", file=sys.stderr)
-                return EXIT_INTERRUPTED
+                with _signals_as_interrupts():
+                    outcome = _fuzz(options, spec, database, counts_dir, log, started)
+            except KeyboardInterrupt as error:
+                signum = getattr(error, "signum", signal.SIGINT)
+                by = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
+                print(f"\nsessionstate fuzz: interrupted{by}", file=sys.stderr)
+                return 128 + signum
             counts = read_counts(counts_dir)
             log.seek(0)
             log_text = log.read()
@@ -206,6 +217,7 @@ def _fuzz(
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
         start_new_session=True,
     )  # fmt: skip
+    reaper = _Reaper(process.pid)
     watcher = FailureWatcher(database, since=started)
     progress = _Progress(sys.stdout)
     outcome = _Outcome()
@@ -230,6 +242,7 @@ def _fuzz(
     finally:
         progress.done()
         _stop(process)
+        reaper.close()
     return outcome
 
 
@@ -248,6 +261,77 @@ def _watch(watcher: FailureWatcher, outcome: _Outcome) -> str | None:
     except backend_errors() as error:
         outcome.infrastructure = describe_error(error)
         return None
+
+
+class _Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, handled as Ctrl-C is (``signum`` says which)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _signals_as_interrupts() -> Iterator[None]:
+    """While fuzzing, SIGTERM and SIGHUP raise ``_Interrupted`` as SIGINT raises
+    ``KeyboardInterrupt``: HypoFuzz's group is stopped either way, and the exit status
+    is 128 + the signal."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise _Interrupted(signum)
+
+    names = ("SIGTERM", "SIGHUP")
+    previous = {s: signal.signal(s, interrupt) for n in names if (s := getattr(signal, n, None))}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+#: The reaper: reads its stdin until EOF, which comes when the last holder of the pipe's
+#: write end (the ``sessionstate fuzz`` process, alone) ends however it ends, even by
+#: SIGKILL; then kills the process group named by its argument.
+_REAPER = """
+import os, signal, sys
+for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+    if hasattr(signal, name):
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
+while os.read(0, 512):
+    pass
+try:
+    os.killpg(int(sys.argv[1]), signal.SIGKILL)
+except OSError:
+    pass
+"""
+
+
+class _Reaper:
+    """Kills HypoFuzz's process group once this process is gone (``_REAPER``): HypoFuzz
+    never outlives ``sessionstate fuzz``, not even a SIGKILL of it, which no handler
+    sees. (A SIGKILL in the instant between HypoFuzz's start and the reaper's is the one
+    window left.)"""
+
+    def __init__(self, pgid: int) -> None:
+        read_end, self._write_end = os.pipe()  # not inherited: only this process holds it
+        try:
+            self.process: subprocess.Popen[bytes] | None = subprocess.Popen(
+                [sys.executable, "-c", _REAPER, str(pgid)],
+                stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )  # fmt: skip
+        except OSError:
+            self.process = None
+        finally:
+            os.close(read_end)
+
+    def close(self) -> None:
+        """The group is stopped: let the reaper go (it finds nothing left to kill)."""
+        with contextlib.suppress(OSError):
+            os.close(self._write_end)
+        if self.process is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(10)
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

@@ -19,10 +19,15 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+# Each profile's wall-clock bound per test, enforced by `sessionstate check`'s supervisor:
+# in `bounds`, which the supervisor imports without Hypothesis.
+from sessionstate.conformance._harness.bounds import TEST_SECONDS
+
 __all__ = [
     "DEFAULT_PROFILE",
     "INTERNAL_PROFILES",
     "PROFILES",
+    "TEST_SECONDS",
     "check_profile",
     "default_fuzz_database",
     "ignored_profile_notice",

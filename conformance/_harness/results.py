@@ -8,6 +8,11 @@ other way (the subject raised, a hang) errors every clause it is tagged with.
 A test skipped as *not applicable* (the subject lacks a hook it needs) leaves
 its clauses unchecked when their other tests ran, and skipped when none did.
 
+A test the process running it never returned from (``crashed``: the process died in it,
+or the supervisor cut it off at its bound, see ``supervisor``) leaves its clauses
+unchecked, naming what happened: that it ended is no proof the subject is wrong, and
+certainly no pass.
+
 A run that stopped before its last test (Ctrl-C, collection errors, ``-x``) or ran
 one test alone (``--reproduce``) leaves every clause whose tests did not all run
 unchecked, never passed; an interrupted run's verdict is ``incomplete`` whatever ran.
@@ -40,7 +45,7 @@ class TestRecord:
 
     nodeid: str
     clauses: list[str]
-    outcome: str  # passed | failed | skipped | xfailed
+    outcome: str  # passed | failed | skipped | xfailed | crashed (died or cut off)
     failed_clauses: list[str] = field(default_factory=list)
     message: str = ""
     seconds: float = 0.0
@@ -98,6 +103,8 @@ def _clause_outcome(record: TestRecord, cid: str) -> str:
         return "unchecked"  # it stopped at another clause's failure
     if record.outcome == "failed":
         return "error"
+    if record.outcome == "crashed":
+        return "crashed"
     if record.outcome == "skipped" and NOT_CHECKED in record.message:
         return "not-checked"  # a focused test that never got past another clause
     if record.outcome == "skipped" and NOT_APPLICABLE in record.message:
@@ -121,6 +128,10 @@ def _clause_result(
     if kinds & {"failed", "error"}:
         result.outcome = "failed" if "failed" in kinds else "error"
         result.message = first(result.outcome).message
+    elif "crashed" in kinds:
+        record = first("crashed")
+        result.outcome = "unchecked"
+        result.message = f"not checked to the end: {short_test_id(record.nodeid)}: {record.message}"
     elif not ran:
         skipped = [record.message.removeprefix("Skipped: ") for _, record in outcomes]
         result.message = skipped[0] if skipped else "no test of this clause was selected"
@@ -188,7 +199,8 @@ def results_json(
     ``facts`` of what was under test (``under_test.gather``), per-clause results and the
     verdict, and every test record.
 
-    ``run`` may also say how the run ended (``plugin._how_it_ended``): ``stopped`` (why it
+    ``run`` may also give ``test_timeout``, the wall-clock bound of one test under
+    ``sessionstate check`` (``None``: unbounded, or not run by it), and say how the run ended (``plugin._how_it_ended``): ``stopped`` (why it
     ended before its last test, or ``None``), ``interrupted`` (stopped other than at a
     failure, as ``-x`` asks: the verdict is then ``incomplete``), ``tests_collected``,
     and ``unfinished``: the clauses whose tests did not all run (``None``: not known, so
@@ -223,6 +235,7 @@ def results_json(
         "tests_collected": run.get("tests_collected"),
         "strict": strict,
         "seconds": run["seconds"],
+        "test_timeout": run.get("test_timeout"),
         "date": run.get("date"),
         "unmatched_expectations": unmatched,
         "environment": facts["environment"],

@@ -33,7 +33,9 @@ from typing import Any
 from sessionstate.conformance.clauses import all_clauses
 from sessionstate.conformance.subject import DEFAULT_TARGET, UsageError
 
-__all__ = ["CheckOptions", "infrastructure_status", "reproduce_command", "run_check"]
+__all__ = [
+    "CheckOptions", "finish_check", "infrastructure_status", "reproduce_command", "run_check",
+]  # fmt: skip
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 #: 128 + SIGINT, as a shell reports a command ended by Ctrl-C.
@@ -210,6 +212,13 @@ def load_target(target: str) -> Any:
         return load_subject(target)
     except UsageError:
         raise
+    except SystemExit as error:  # the subject's code would end the check, verdict-less
+        if module_name not in sys.modules:
+            raise UsageError(
+                f"cannot import module {module_name!r} of target {target!r}: it called "
+                f"{_exit_call(error)}"
+            ) from None
+        raise UsageError(f"target {target!r} called {_exit_call(error)} when called") from None
     except Exception as error:
         if module_name not in sys.modules:  # a module that fails to import is not kept
             raise UsageError(
@@ -219,6 +228,11 @@ def load_target(target: str) -> Any:
         raise UsageError(
             f"target {target!r} raised {_describe(error)}{_raised_at(error)} when called"
         ) from None
+
+
+def _exit_call(error: SystemExit) -> str:
+    """``sys.exit(CODE)`` as the code called it (``sys.exit()`` without a code)."""
+    return "sys.exit()" if error.code is None else f"sys.exit({error.code!r})"
 
 
 def _describe(error: BaseException) -> str:
@@ -284,6 +298,8 @@ def _call_hook(subject: Any, call: str, hook: Callable[[], Any]) -> Any:
         raise UsageError(
             f"subject {subject.name!r}: {call} did not return within {seconds} s"
         ) from None
+    except SystemExit as error:
+        raise UsageError(f"subject {subject.name!r}: {call} called {_exit_call(error)}") from None
     except Exception as error:
         raise UsageError(
             f"subject {subject.name!r}: {call} raised {_describe(error)}{_raised_at(error)}"
@@ -429,32 +445,28 @@ def pytest_arguments(options: CheckOptions, json_path: str) -> list[str]:
 
 
 def run_check(options: CheckOptions) -> int:
-    """Run the suite as ``options`` say; print the summary; return the exit status."""
+    """Run the suite as ``options`` say, in a child process the ``supervisor`` bounds;
+    print the summary; return the exit status."""
+    from sessionstate.conformance._harness.supervisor import supervise
+
+    return supervise(options)
+
+
+def finish_check(
+    options: CheckOptions, status: int, text: str | None, signum: int | None = None
+) -> int:
+    """Write the reports and print the summary of a run whose pytest exit status was
+    ``status`` and whose JSON results are ``text`` (``None``: none were written); the exit
+    status. ``signum``: the signal that interrupted the run (exit 128 + it)."""
     import pytest
 
-    from sessionstate.conformance._harness.database import InfrastructureError
-
-    try:
-        validate(options)
-    except InfrastructureError as error:
-        print(f"sessionstate check: error: {error}", file=sys.stderr)
-        return EXIT_INFRASTRUCTURE
-    except UsageError as error:
-        print(f"sessionstate check: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    with tempfile.TemporaryDirectory() as scratch:
-        # Always a fresh file: a report left at --report-json by an earlier run is never
-        # read back as this run's, and is replaced only once this run has results.
-        json_path = Path(scratch) / "results.json"
-        status = pytest.main(pytest_arguments(options, str(json_path)))
-        text = json_path.read_text(encoding="utf-8") if json_path.exists() else None
     if status == pytest.ExitCode.NO_TESTS_COLLECTED:
         return _error("no test was selected (see the pytest arguments after '--')")
     if text is None:
         if status == pytest.ExitCode.OK:  # --collect-only: the listing is the output
             return EXIT_OK
         if status == pytest.ExitCode.INTERRUPTED:  # before the session started
-            return _interrupted(None, options)
+            return _interrupted(None, options, signum)
         return _error(f"the suite did not run (pytest exited with {status!r}); see above")
     results: dict[str, Any] = json.loads(text)
     _print_summary(options, results)  # first: a report that cannot be written loses no verdict
@@ -468,7 +480,7 @@ def run_check(options: CheckOptions) -> int:
             return _error(f"the suite could not be collected ({stopped}); see above")
         if stopped != "interrupted":
             return _error(f"the run was stopped: {stopped}")
-        return _interrupted(results, options)
+        return _interrupted(results, options, signum)
     if options.strict and results["unmatched_expectations"]:
         return infrastructure_status(results, EXIT_FAILED)
     status = {"conformant": EXIT_OK, "incomplete": EXIT_INCOMPLETE}.get(
@@ -510,19 +522,26 @@ def _error(message: str) -> int:
     return EXIT_USAGE
 
 
-def _interrupted(results: dict[str, Any] | None, options: CheckOptions) -> int:
-    """One line: how far the run got, and what became of the reports."""
+def _interrupted(
+    results: dict[str, Any] | None, options: CheckOptions, signum: int | None = None
+) -> int:
+    """One line: how far the run got, and what became of the reports; 128 + ``signum``
+    (130, as for Ctrl-C, when no signal is known)."""
+    import signal
+
+    code = 128 + signum if signum else EXIT_INTERRUPTED
+    by = f" by {signal.Signals(signum).name}" if signum and signum != signal.SIGINT else ""
     reports = [p for p in (options.report_json, options.junitxml, options.markdown) if p]
     if results is None:
         kept = f"; {', '.join(reports)} left as they were" if reports else ""
-        print(f"sessionstate check: interrupted before any test ran{kept}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        print(f"sessionstate check: interrupted{by} before any test ran{kept}", file=sys.stderr)
+        return code
     ran, collected = len({t["nodeid"] for t in results["tests"]}), results.get("tests_collected")
     of = f" of {collected}" if collected is not None else ""
     say = "says" if len(reports) == 1 else "say"
     marked = f"; {', '.join(reports)} {say} incomplete" if reports else ""
-    print(f"sessionstate check: interrupted after {ran}{of} tests{marked}", file=sys.stderr)
-    return EXIT_INTERRUPTED
+    print(f"sessionstate check: interrupted{by} after {ran}{of} tests{marked}", file=sys.stderr)
+    return code
 
 
 def _write_reports(options: CheckOptions, results: dict[str, Any], text: str) -> bool:

@@ -4,7 +4,7 @@
 reference); ``fuzz`` runs its properties under HypoFuzz; ``spec`` lists the clauses; ``explain`` prints one clause and the
 tests that check it; ``demo`` builds a reference manager and prints stats().
 Usage errors print one line and exit 2 (so does a bare ``sessionstate``, after the
-usage); Ctrl-C exits 130.
+usage); Ctrl-C exits 130, SIGTERM 143 and SIGHUP 129 (handled as Ctrl-C).
 """
 
 from __future__ import annotations
@@ -343,12 +343,35 @@ def _demo() -> int:
     return 0
 
 
+class _Signalled(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, handled as Ctrl-C is."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise _Signalled(signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; its exit status. SIGTERM and SIGHUP are handled as Ctrl-C is
+    (``check`` and ``fuzz`` stop their child processes first): one line, no traceback,
+    exit 128 + the signal (130, 143, 129)."""
+    import signal
+
+    names = ("SIGTERM", "SIGHUP")
+    previous = {s: signal.signal(s, _interrupt) for n in names if (s := getattr(signal, n, None))}
     try:
         return _main(argv)
-    except KeyboardInterrupt:  # outside a test run (pytest reports its own)
+    except KeyboardInterrupt as error:  # outside a test run (pytest reports its own)
+        signum = getattr(error, "signum", None)
         print("sessionstate: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return EXIT_INTERRUPTED if signum is None else 128 + signum
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _main(argv: Sequence[str] | None) -> int:
