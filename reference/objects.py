@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import torch
+
+# typing_extensions (a dependency of torch) for the PEP 696 default: a bare
+# ``LatentBuffer`` stays ``LatentBuffer[Any]`` for code written before it was generic.
+from typing_extensions import TypeVar
 
 from .accounting import SeenStorages, device_bytes
 from .base import StateObject
@@ -15,7 +19,7 @@ from .base import StateObject
 __all__ = ["EncodeOnceKV", "FixedState", "LatentBuffer"]
 
 #: What a ``LatentBuffer`` holds: ``LatentBuffer[torch.Tensor]`` as upstream writes it.
-T = TypeVar("T")
+T = TypeVar("T", default=Any)
 
 
 class LatentBuffer(StateObject[T, list[T]]):
