@@ -147,10 +147,12 @@ def _table_clause(model: LruTable) -> str:
     return "ADMIT-10" if model.evict_when_full else _admit_clause(model)
 
 
-def _refusal_clause(model: LruTable, observed: object) -> str:
-    # A manager that evicted after evict_when_full was set to False ignored the setting.
+def _refusal_clause(model: LruTable, observed: object, could_refuse: bool) -> str:
+    # A manager that evicted after evict_when_full was set to False ignored the setting,
+    # if it is known to refuse at all: built evicting (the flag was all it had to go by)
+    # or seen refusing before. One never seen refusing breaks ADMIT-1 itself.
     returned = not isinstance(observed, BaseException)
-    return "ADMIT-11" if returned and model.flipped else "ADMIT-1"
+    return "ADMIT-11" if returned and model.flipped and could_refuse else "ADMIT-1"
 
 
 ids = id_pool("a", "b", "c", "d", 7, None, "")
@@ -185,6 +187,9 @@ class AdmissionMachine(RuleBasedStateMachine):
         self.sessions: dict[Hashable, Any] = {}  # key -> the object the subject returned
         self.successful_drops = 0  # as the subject reported them (STATS-5)
         self.history: list[Callable[[Any], Any]] = []  # every call made, for the twin
+        # Built evicting, or seen refusing a miss: then an eviction where the flag says
+        # refuse is the flag ignored (ADMIT-11), not a manager that never refuses (ADMIT-1).
+        self.could_refuse = False
 
     def _construct(self, clause: str) -> Any:
         call = "SessionStateManager(" + ", ".join(f"{k}={v!r}" for k, v in self.kwargs.items())
@@ -203,6 +208,7 @@ class AdmissionMachine(RuleBasedStateMachine):
             observed = self.manager.evict_when_full
         check_equal(observed, flag, clause, "evict_when_full", f"given {self.kwargs}")
         self.model = LruTable(max_sessions, evict_when_full=flag)
+        self.could_refuse = flag
 
     def _call(self, call: Callable[[Any], Any]) -> Any:
         self.history.append(call)
@@ -217,8 +223,9 @@ class AdmissionMachine(RuleBasedStateMachine):
         expected = model.get_or_create_session(session_id)
         observed = self._call(lambda manager: manager.get_or_create_session(session_id))
         if expected.kind == "refused":
-            clause = _refusal_clause(model, observed)
+            clause = _refusal_clause(model, observed, self.could_refuse)
             check_equal(observed, refusal(session_id), clause, call, when)
+            self.could_refuse = True
             self._check_state("ADMIT-2", "ADMIT-3", when)
             self._check_order("ADMIT-2", when, before)
         elif expected.kind == "hit":
@@ -317,7 +324,9 @@ class AdmissionMachine(RuleBasedStateMachine):
             return
         evicted = self._twin_evictions(self.history, self.model.keys(), clause)
         wrong = evicted != self.model.keys()
-        if wrong and self._twin_evictions(self.history[:-1], before, clause) != before:
+        if wrong and not evicted:
+            clause = "ADMIT-11"  # switched to evicting, the twin evicted nothing: not honoured
+        elif wrong and self._twin_evictions(self.history[:-1], before, clause) != before:
             clause = "ADMIT-10"
         what = "eviction order of a twin switched to evict_when_full=True"
         check_equal(evicted, self.model.keys(), clause, what, when)
