@@ -30,6 +30,7 @@ from sessionstate.conformance._model.memory import (
 
 __all__ = [
     "ATTR_NAMES",
+    "TRICKY_SESSION_IDS",
     "Nested",
     "SessionContents",
     "allocations",
@@ -38,9 +39,22 @@ __all__ = [
     "nested_containers",
     "scalars",
     "session_contents",
+    "session_ids",
     "shapes",
     "values_from",
 ]
+
+
+#: Session ids whose ``repr()`` is not ``'<id>'``: a single quote (repr switches to double
+#: quotes), a backslash with control characters (escaped in a repr), and non-ASCII text
+#: (kept as is). Upstream words a refusal ``cannot admit session {key!r}`` (ADMIT-1), and
+#: an id a pipeline passes may hold any of these; every id pool of the suite ends with them.
+TRICKY_SESSION_IDS: tuple[str, ...] = ("it's", "C:\\tmp\tnew\nline", "caf\u00e9 \u4e16\u754c")
+
+
+def session_ids(*plain: object) -> st.SearchStrategy[object]:
+    """One of ``plain`` (first, so programs shrink to them), or one of ``TRICKY_SESSION_IDS``."""
+    return st.sampled_from((*plain, *TRICKY_SESSION_IDS))
 
 
 def devices() -> st.SearchStrategy[str]:

@@ -28,8 +28,8 @@ class StateObject(ABC, Generic[PayloadT, ViewT]):
     counted) and the ``resident`` property.
     """
 
-    #: What this object can be rebuilt from after eviction (``None``: nothing).
-    recompute_source: ClassVar[object] = None
+    #: The object this one is rebuilt from after eviction (``None``: nothing).
+    recompute_source: StateObject[Any, Any] | None = None
     #: Relative cost of that rebuild, for an eviction planner.
     recompute_cost: ClassVar[int] = 0  # OBJ-10: an int >= 0
 
@@ -94,5 +94,10 @@ class StateObject(ABC, Generic[PayloadT, ViewT]):
 
     @property
     def recomputable(self) -> bool:
-        """True only while a ``recompute_source`` is set and the object is resident."""
-        return self.recompute_source is not None and self.resident  # OBJ-10: always a bool
+        """Droppable and rebuildable now: a ``recompute_source`` is set and is resident.
+
+        Derived, not declared (upstream's contract): it follows the source, so an
+        evicted object whose source is still there is recomputable.
+        """
+        source = self.recompute_source
+        return source is not None and source.resident is True  # OBJ-10: always a bool

@@ -16,14 +16,17 @@ from contextlib import AbstractContextManager
 
 from .accounting import SeenStorages, merge_bytes
 from .config import DEFAULT_MAX_SESSIONS, resolve_session_state_config
-from .errors import SessionAdmissionError, SessionStateLostError
+from .errors import SessionAdmissionError, SessionStateLostError, admission_refused
 from .session import SessionState
 
-# SessionState and resolve_session_state_config are re-exported: upstream defines them in its
-# manager module, and code importing them from there runs here with the package name changed.
+# SessionState, the two errors and resolve_session_state_config are re-exported: upstream
+# defines them in its manager module (#7302), and code importing them from there runs here
+# with the package name changed.
 __all__ = [
     "DEFAULT_MAX_SESSIONS",
+    "SessionAdmissionError",
     "SessionState",
+    "SessionStateLostError",
     "SessionStateManager",
     "resolve_session_state_config",
 ]
@@ -74,7 +77,7 @@ class SessionStateManager:
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         byte_budget: int | None = None,
         lock_factory: LockFactory = threading.Lock,
-        *,
+        # The 4th positional parameter, as upstream's (#7302).
         evict_when_full: bool = True,  # ADMIT-10: LRU eviction unless the owner opts out
     ) -> None:
         self.max_sessions = _check_positive(max_sessions)  # STATS-1: stored as given
@@ -115,7 +118,7 @@ class SessionStateManager:
             # ADMIT-1, ADMIT-8, ADMIT-11: the flag and the cap in force are read at every miss.
             if not self.evict_when_full and len(sessions) >= self.max_sessions:
                 # A refused miss changes nothing, counters included (ADMIT-2, ADMIT-3, ADMIT-9).
-                raise SessionAdmissionError(key, self.max_sessions)
+                raise admission_refused(key, self.max_sessions)
             self.misses += 1
             # LRU-2, LRU-6: every miss, an evicted id's too, gets a new, empty SessionState.
             session = sessions[key] = SessionState()

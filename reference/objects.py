@@ -9,14 +9,22 @@ from typing import Any
 
 import torch
 
+# typing_extensions (a dependency of torch) for the PEP 696 default: a bare
+# ``LatentBuffer`` stays ``LatentBuffer[Any]`` for code written before it was generic.
+from typing_extensions import TypeVar
+
 from .accounting import SeenStorages, device_bytes
 from .base import StateObject
 
 __all__ = ["EncodeOnceKV", "FixedState", "LatentBuffer"]
 
+#: What a ``LatentBuffer`` holds: ``LatentBuffer[torch.Tensor]`` as upstream writes it.
+T = TypeVar("T", default=Any)
 
-class LatentBuffer(StateObject[Any, list[Any]]):
-    """Append-only buffer, or a ring of ``maxlen`` items once allocated so.
+
+class LatentBuffer(StateObject[T, list[T]]):
+    """Append-only buffer, or a ring of ``maxlen`` items once allocated so; generic in
+    its item type (``LatentBuffer[torch.Tensor]()``, as upstream's).
 
     DreamZero keeps its frame ring (``maxlen`` = frames per chunk) and its
     accumulated video latents (unbounded) in these. ``append``/``extend``
@@ -25,7 +33,7 @@ class LatentBuffer(StateObject[Any, list[Any]]):
     """
 
     def __init__(self) -> None:
-        self._items: deque[Any] | None = None
+        self._items: deque[T] | None = None
 
     # OBJ-7: keyword-only sizing: a typo or a positional argument raises TypeError.
     def allocate(self, *, maxlen: int | None = None) -> None:
@@ -35,23 +43,23 @@ class LatentBuffer(StateObject[Any, list[Any]]):
     def maxlen(self) -> int | None:
         return None if self._items is None else self._items.maxlen
 
-    def _require(self) -> deque[Any]:
+    def _require(self) -> deque[T]:
         if self._items is None:
             raise RuntimeError("LatentBuffer used before allocate()")
         return self._items
 
-    def commit(self, payload: Any = None) -> None:
+    def commit(self, payload: T | None = None) -> None:
         if payload is not None:
             self._require().append(payload)
 
-    def append(self, payload: Any) -> None:
+    def append(self, payload: T) -> None:
         self._require().append(payload)
 
-    def extend(self, payloads: Iterable[Any]) -> None:
+    def extend(self, payloads: Iterable[T]) -> None:
         self._require().extend(payloads)
 
     # OBJ-7: include_staged is keyword-only: view(False) raises TypeError.
-    def view(self, *, include_staged: bool = True) -> list[Any]:
+    def view(self, *, include_staged: bool = True) -> list[T]:
         items = list(self._items or ())
         # OBJ-3, OBJ-9: the staged item is shown last by default, never stored or counted.
         if include_staged and self._staged is not None:

@@ -48,6 +48,7 @@ from sessionstate.conformance._model.linearizability import (
     call_text,
 )
 from sessionstate.conformance.checks import ClauseFailure, calling, check, check_equal
+from sessionstate.conformance.strategies import TRICKY_SESSION_IDS
 
 __all__ = [
     "CONTEXT_ONLY",
@@ -267,7 +268,8 @@ def fast_switching(interval: float = 1e-6) -> Iterator[None]:
 # lock's re-entry route stops at it.
 
 MAX_SESSIONS = 2
-KEYS = ("a", "b", "c")
+#: Three plain keys, and one a repr() re-quotes (``strategies.TRICKY_SESSION_IDS``).
+KEYS = ("a", "b", "c", TRICKY_SESSION_IDS[0])
 #: How failure messages name the suite's lock factories.
 COUNTING = "<counting factory of context-only locks>"
 CONTEXT_ONLY = "<context-only lock>"

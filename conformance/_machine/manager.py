@@ -45,6 +45,7 @@ from sessionstate.conformance._model.manager import (
 )
 from sessionstate.conformance._model.memory import Held, derivations
 from sessionstate.conformance.checks import calling, check_bytes, check_equal
+from sessionstate.conformance.strategies import TRICKY_SESSION_IDS
 
 __all__ = [
     "SESSION_IDS",
@@ -57,8 +58,12 @@ __all__ = [
 ]
 
 #: Ids with a stable ``str``: three plain ones first (shrunk programs read
-#: well), then every falsy spelling of "default" (KEY-1) and non-strings (KEY-2).
-SESSION_IDS: tuple[object, ...] = ("a", "b", "c", "default", None, "", 0, False, "7", 7, ("t",))
+#: well), then every falsy spelling of "default" (KEY-1), non-strings (KEY-2), and
+#: ids a repr() escapes or re-quotes (``strategies.TRICKY_SESSION_IDS``).
+SESSION_IDS: tuple[object, ...] = (
+    *("a", "b", "c", "default", None, "", 0, False, "7", 7, ("t",)),
+    *TRICKY_SESSION_IDS,
+)
 COUNTERS = ("hits", "misses", "evictions")
 STATS_KEYS = ("sessions", "max_sessions", "total_nbytes", "hits", "misses", "evictions")
 FATE_CLAUSE = {

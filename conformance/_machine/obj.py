@@ -120,8 +120,10 @@ class StateObjectMachine(RuleBasedStateMachine):
         return obj
 
     def held_allocations(self, clause: str = "OBJ-2") -> list[Allocation]:
-        """The allocations behind ``held(obj)`` (none while not resident)."""
-        if not self.allocated:
+        """The allocations behind ``held(obj)``: none, and ``held`` not called, while the
+        object is not expected resident (OBJ-1): an encode-once object may refuse reads
+        between ``allocate()`` and its first commit, as Cosmos3's UND K/V does."""
+        if not self.expects_resident:
             return []
         try:
             value = self.spec.held(self.obj)
@@ -138,7 +140,9 @@ class StateObjectMachine(RuleBasedStateMachine):
     def _snapshot(self, clause: str) -> _Snapshot:
         with calling(clause, f"resident {self._when()}"):
             resident = bool(self.obj.resident)
-        labels = tuple(a.label for a in self.held_allocations(clause)) if self.allocated else None
+        labels = (
+            tuple(a.label for a in self.held_allocations(clause)) if self.expects_resident else None
+        )
         return _Snapshot(resident, self._bytes(clause), labels)
 
     def _check_unchanged(self, before: _Snapshot, clause: str) -> None:
@@ -207,7 +211,24 @@ class StateObjectMachine(RuleBasedStateMachine):
         payload, text = self._draw_payload(data)
         self._call(f"{method}({text})", "OBJ-1", method, (payload,), refusable=not self.allocated)
         self.just_staged = False
-        self.committed = self.committed or (self.allocated and self.raised is None)
+        self._after_write(wrote=self.raised is None)
+
+    def _after_write(self, wrote: bool) -> None:
+        """Record a write the object took (``wrote``): once allocated it is committed.
+
+        Before ``allocate()`` an encode-once object (``resident_from="commit"``) may take
+        its first K/V and be resident from then on, as Cosmos3's UND K/V is (its adapter
+        never calls ``allocate()``), or refuse it; OBJ-1 says only that it is resident from
+        its first commit, so the machine follows what ``resident`` then says.
+        """
+        if not wrote:
+            return
+        if self.allocated:
+            self.committed = True
+        elif self.spec.resident_from == "commit":
+            with calling("OBJ-1", f"resident {self._when()}"):
+                resident = self.obj.resident
+            self.allocated = self.committed = resident is True
 
     def _counts_staged(self, observed: dict[str, int]) -> bool:
         # Names the more specific clause: the bytes match held(obj) *plus* the
@@ -269,7 +290,7 @@ class StateObjectMachine(RuleBasedStateMachine):
         staged = self.staged is not None
         self._call("commit()", clause, "commit", refusable=not must_take)
         # With nothing staged, commit() commits nothing, whether it refuses or not.
-        self.committed = self.committed or (self.allocated and staged and self.raised is None)
+        self._after_write(wrote=staged and self.raised is None)
         self.just_staged = False
 
     @rule(data=st.data())
@@ -297,7 +318,8 @@ class StateObjectMachine(RuleBasedStateMachine):
         before = self._snapshot("OBJ-1")
         kwargs = {} if include_staged is None else {"include_staged": include_staged}
         call = f"view({_keywords(kwargs)})"
-        self._call(call, "OBJ-1", "view", (), kwargs, refusable=not self.allocated)
+        # Only a resident object must answer (OBJ-1); before it is, view() may refuse.
+        self._call(call, "OBJ-1", "view", (), kwargs, refusable=not self.expects_resident)
         self._check_unchanged(before, "OBJ-1")
 
     @rule()
@@ -368,6 +390,24 @@ class StateObjectMachine(RuleBasedStateMachine):
         self.allocated = self.committed = False  # factory() returns an unallocated object
         self.mirror.renew()
 
+    def release_source(self) -> None:
+        """OBJ-10 as the source goes: ``recompute_source.reset()`` (an eviction planner
+        releasing what this object is rebuilt from), then ``recomputable`` must read
+        false. Not a rule: the object's own state is not the machine's to check after
+        its source changed under it (a handle may read through its source), so only
+        OBJ-10 is checked here. Does nothing without a source, or with itself as one.
+        """
+        with calling("OBJ-10", f"recompute_source {self._when()}"):
+            source = self.obj.recompute_source
+        reset = getattr(source, "reset", None)
+        if source is None or source is self.obj or not callable(reset):
+            return
+        self.last = f"obj.recompute_source.reset() (a {type(source).__name__})"
+        note(self.last)
+        with calling("OBJ-10", self.last):
+            reset()
+        check_recomputable(self.obj, self._when())
+
     # -- invariants ---------------------------------------------------------------
 
     @invariant()
@@ -378,7 +418,7 @@ class StateObjectMachine(RuleBasedStateMachine):
         self._check_bytes()
         self._check_seen()
         self._check_nbytes()
-        check_recomputable(self.obj, self.expects_resident, self._when())  # OBJ-10
+        check_recomputable(self.obj, self._when())  # OBJ-10
         self.mirror.check_observations(self.obj, self._when())  # OBJ-9
 
     def _check_resident(self) -> None:

@@ -1,5 +1,6 @@
 """OBJ-9: a StateObject checked against the plain model its spec declares (and
-OBJ-10, the one property every object shows the same way).
+OBJ-10, the one property every object shows the same way: recomputable while its
+recompute source is resident).
 
 A :class:`StateObjectSpec` may name a ``model``: a factory of a plain Python
 object with the same methods as the StateObject (``allocate``, ``commit``,
@@ -89,16 +90,29 @@ class ModelMirror:
             check_equal(*shown, "OBJ-9", what, f"{when}, as its model")
 
 
-def check_recomputable(obj: Any, resident: bool, when: str) -> None:
-    """OBJ-10: ``recomputable`` is the bool ``recompute_source is not None and resident``,
-    ``recompute_cost`` an int >= 0 (``resident`` is the suite's, checked by OBJ-1)."""
+def check_recomputable(obj: Any, when: str) -> None:
+    """OBJ-10: ``recomputable`` is the bool ``recompute_source is not None and
+    recompute_source.resident`` (upstream's ``StateObject``: droppable and rebuildable
+    *now*, so it follows the source's residency, not the object's own), and
+    ``recompute_cost`` an int >= 0. A source without a ``resident`` fails OBJ-10."""
     with calling("OBJ-10", f"recomputable {when}"):
         recomputable, source, cost = obj.recomputable, obj.recompute_source, obj.recompute_cost
-    when = f"recompute_source={source!r}, resident={resident}, {when}"
-    check_equal(recomputable, source is not None and resident, "OBJ-10", "recomputable", when)
+    source_resident: object = None
+    if source is not None:
+        with calling("OBJ-10", f"recompute_source.resident {when}"):
+            source_resident = source.resident
+    expected = source is not None and source_resident is True
+    shown = "" if source is None else f", recompute_source.resident={source_resident!r}"
+    when = f"recompute_source={_short(source)}{shown}, {when}"
+    check_equal(recomputable, expected, "OBJ-10", "recomputable", when)
     check_equal(type(recomputable), bool, "OBJ-10", "type(recomputable)", when)
     natural = type(cost) is int and cost >= 0
     check(natural, "OBJ-10", f"recompute_cost={cost!r}, but should be an int >= 0")
+
+
+def _short(value: object) -> str:
+    """``None``, or the source's type name: its repr may be a whole tensor dump."""
+    return "None" if value is None else f"<{type(value).__name__}>"
 
 
 def _observe(observe: Observation, target: Any) -> object:

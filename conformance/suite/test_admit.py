@@ -35,16 +35,19 @@ from sessionstate.conformance._machine.admit import (
 )
 from sessionstate.conformance._machine.stateful import run_steps
 from sessionstate.conformance.checks import calling, check, check_equal
+from sessionstate.conformance.strategies import TRICKY_SESSION_IDS
 
 
 @pytest.mark.clause("ADMIT-1")
 # 300 lies above CPython's small-int cache: a fullness test written `len(t) is cap` passes at 3.
 @pytest.mark.parametrize("max_sessions", [1, 3, 300])
 def test_refuses_a_miss_when_full(subject: Any, max_sessions: int) -> None:
-    """Below the cap a miss is admitted; at the cap it raises, naming the normalised key."""
+    """Below the cap a miss is admitted; at the cap it raises, naming the normalised key
+    as upstream does, ``repr(key)`` (ids with quotes, backslashes, control characters
+    and non-ASCII text included), or as ``'<key>'`` verbatim."""
     manager = refusing_manager(subject, max_sessions)
     admit(manager, *[f"s{n}" for n in range(max_sessions)])
-    for session_id in ("x", 7, None, ""):
+    for session_id in ("x", 7, None, "", *TRICKY_SESSION_IDS):
         refuse(manager, session_id, "ADMIT-1", f"{max_sessions} sessions, evict_when_full=False")
 
 

@@ -6,7 +6,7 @@ machine's own model is small on purpose (is the object resident, what may be sta
 which session holds it); everything else is read back through the spec's ``held(obj)``
 and priced by the suite's ``MemoryModel``, never by the object's own code. What the
 object holds is compared with the spec's own plain model, when it declares one (OBJ-9,
-``object_models``). The focused OBJ-6, OBJ-7 and OBJ-9 tests run once per spec too
+``object_models``). The focused OBJ-6, OBJ-7, OBJ-9 and OBJ-10 tests run once per spec too
 (``each_spec``, ``model_spec``), a failure naming its spec.
 """
 
@@ -96,6 +96,27 @@ def test_every_misuse_raises_type_error(
             machine.allocate(data)
         for misuse in MISUSES:
             machine.allocate_or_view_wrongly(data, misuse)
+
+
+@pytest.mark.clause("OBJ-10")
+@given(data=st.data(), evicted=st.booleans())
+def test_recomputable_follows_its_source(
+    subject: Any, each_spec: StateObjectSpec | None, data: st.DataObject, evicted: bool
+) -> None:
+    """OBJ-10 both ways round: allocate and commit (and, half the time, evict the object
+    itself: rebuildable still, its source being there), then reset the object's
+    ``recompute_source``: from then on it is not recomputable. The machine never
+    releases a source, so an object that ignores its source's residency needs this."""
+    spec = _spec(subject, each_spec)
+    with naming_spec(spec):
+        machine = StateObjectMachine(subject, spec)
+        machine.allocate(data)
+        machine.write("commit", data)
+        machine.check_object()
+        if evicted and spec.evictable and machine.allocated:
+            machine.evict()
+            machine.check_object()
+        machine.release_source()
 
 
 #: Three to eight writes in a row.

@@ -3,6 +3,7 @@ model are reported, and the shipped models themselves (exact values, no referenc
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -108,51 +109,102 @@ class TestModelMirror:
         assert mirror.model.items is None
 
 
+class _Source:
+    def __init__(self, resident: object) -> None:
+        self.resident = resident
+
+
 class _Recomputable:
-    recompute_source: object = "frames"
+    """Upstream's rule: recomputable while the source is resident (OBJ-10)."""
+
+    recompute_source: object = None
     recompute_cost: object = 2
     resident = True
 
     @property
     def recomputable(self) -> object:
-        return self.recompute_source is not None and self.resident
+        source = self.recompute_source
+        return source is not None and getattr(source, "resident", None) is True
 
 
-class _IgnoresResidency(_Recomputable):
+class _IgnoresSource(_Recomputable):
     recomputable = True
+
+
+class _ReadsOwnResidency(_Recomputable):
+    @property
+    def recomputable(self) -> object:
+        return self.recompute_source is not None and self.resident
 
 
 class _IntFlag(_Recomputable):
     recomputable = 1
 
 
-class TestCheckRecomputable:
-    @pytest.mark.parametrize(("source", "resident"), [(None, True), ("frames", True), ("f", False)])
-    def test_follows_source_and_residency(self, source: object, resident: bool) -> None:
-        obj = _Recomputable()
-        obj.recompute_source, obj.resident = source, resident
-        check_recomputable(obj, resident, "after allocate()")
+@dataclass(frozen=True)
+class RecomputableCase:
+    id: str
+    obj: type[_Recomputable]
+    source: object  # None, or whether the source is resident
+    own: bool  # the object's own residency
+    error: str | None  # the failure message, None when OBJ-10 holds
 
-    def test_ignoring_residency_fails(self) -> None:
-        obj = _IgnoresResidency()
-        obj.resident = False
+
+RECOMPUTABLE_CASES = [
+    RecomputableCase("no-source", _Recomputable, None, True, None),
+    RecomputableCase("source-resident", _Recomputable, True, True, None),
+    RecomputableCase("evicted-but-rebuildable", _Recomputable, True, False, None),
+    RecomputableCase("source-released", _Recomputable, False, True, None),
+    RecomputableCase(
+        "ignores-the-source",
+        _IgnoresSource,
+        False,
+        True,
+        "recomputable=True, but should be False [OBJ-10: recompute_source=<_Source>, "
+        "recompute_source.resident=False, after reset()]",
+    ),
+    RecomputableCase(
+        "reads-its-own-residency",
+        _ReadsOwnResidency,
+        True,
+        False,
+        "recomputable=False, but should be True [OBJ-10: recompute_source=<_Source>, "
+        "recompute_source.resident=True, after reset()]",
+    ),
+]
+
+
+class TestCheckRecomputable:
+    @pytest.mark.parametrize("case", RECOMPUTABLE_CASES, ids=[c.id for c in RECOMPUTABLE_CASES])
+    def test_follows_the_sources_residency(self, case: RecomputableCase) -> None:
+        obj = case.obj()
+        obj.recompute_source = None if case.source is None else _Source(case.source)
+        obj.resident = case.own
+        if case.error is None:
+            check_recomputable(obj, "after reset()")
+            return
         with pytest.raises(ClauseFailure) as failure:
-            check_recomputable(obj, False, "after reset()")
-        assert str(failure.value) == (
-            "recomputable=True, but should be False "
-            "[OBJ-10: recompute_source='frames', resident=False, after reset()]"
-        )
+            check_recomputable(obj, "after reset()")
+        assert str(failure.value) == case.error
+
+    def test_a_source_without_resident_fails(self) -> None:
+        obj = _Recomputable()
+        obj.recompute_source = "frames"
+        with pytest.raises(ClauseFailure, match=r"recompute_source\.resident after reset\(\)"):
+            check_recomputable(obj, "after reset()")
 
     def test_an_int_is_not_a_bool(self) -> None:
+        obj = _IntFlag()
+        obj.recompute_source = _Source(True)
         with pytest.raises(ClauseFailure, match=r"^type\(recomputable\)=<class 'int'>"):
-            check_recomputable(_IntFlag(), True, "after allocate()")
+            check_recomputable(obj, "after allocate()")
 
     @pytest.mark.parametrize("cost", [-1, 1.5, True])
     def test_cost_is_an_int_at_least_zero(self, cost: object) -> None:
         obj = _Recomputable()
         obj.recompute_cost = cost
         with pytest.raises(ClauseFailure) as failure:
-            check_recomputable(obj, True, "after allocate()")
+            check_recomputable(obj, "after allocate()")
         assert str(failure.value) == f"recompute_cost={cost!r}, but should be an int >= 0 [OBJ-10]"
 
 

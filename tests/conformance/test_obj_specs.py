@@ -35,13 +35,15 @@ def _zoo(name: str) -> Any:
 @cache
 def _failure(name: str) -> ClauseFailure:
     """The ClauseFailure that ends the OBJ machine, or else the run-of-writes OBJ-9 test
-    (which a full ring needs: the machine rarely fills one), on zoo subject ``name``."""
+    (which a full ring needs: the machine rarely fills one) or the OBJ-10 test that
+    releases a source (the machine never does), on zoo subject ``name``."""
     subject = _zoo(name).subject
     with pytest.raises(ClauseFailure) as failure:
         for spec in subject.state_objects:
             obj_suite.test_state_object(subject, spec)
             if spec.model:
                 obj_suite.test_a_run_of_writes_matches_the_model(subject, spec)
+            obj_suite.test_recomputable_follows_its_source(subject, spec)
     return failure.value
 
 
@@ -98,7 +100,9 @@ class TestStateObjectSpec:
 
 
 @pytest.mark.parametrize(
-    "spec", [*specs.REFERENCE_SPECS, specs.STAGED_KV], ids=lambda spec: spec.name
+    "spec",
+    [*specs.REFERENCE_SPECS, specs.STAGED_KV, specs.DERIVED_LATENTS],
+    ids=lambda spec: spec.name,
 )
 def test_reference_and_example_specs_pass(spec: StateObjectSpec) -> None:
     """The shipped specs (reference objects and the worked example) pass every OBJ clause."""

@@ -41,8 +41,13 @@ class _Box(StateObject[torch.Tensor, "list[torch.Tensor]"]):
 
 
 class _Recomputable(_Box):
-    recompute_source = "prompt"
+    """Rebuilt from its own source box (upstream's shape: a derived object)."""
+
     recompute_cost = 3
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.recompute_source = _Box()
 
 
 class TestStateObject:
@@ -126,11 +131,19 @@ class TestStateObject:
         box.allocate()
         assert not box.recomputable
 
-    def test_recomputable_needs_residency(self) -> None:
-        """With a source, recomputable follows resident."""
+    def test_recomputable_follows_the_sources_residency(self) -> None:
+        """With a source, recomputable follows the source's resident, not the box's own
+        (OBJ-10, upstream's contract): an evicted box is rebuildable while its source is
+        there, and no box is once its source is gone."""
         box = _Recomputable()
-        assert not box.recomputable
+        source = box.recompute_source
+        assert source is not None
+        assert box.recomputable is False
+        source.allocate()
+        assert box.recomputable is True
         box.allocate()
-        assert box.recomputable
-        box.reset()
-        assert not box.recomputable
+        assert box.recomputable is True
+        box.evict()
+        assert box.recomputable is True
+        source.reset()
+        assert box.recomputable is False
