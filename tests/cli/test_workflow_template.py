@@ -101,7 +101,7 @@ def test_every_run_step_succeeds_and_writes_the_job_summary(project: Path, tmp_p
     ]
     assert not (project / ".hypothesis").exists()
     summary = Path(env["GITHUB_STEP_SUMMARY"]).read_text()
-    assert "## sessionstate conformance: `my-backend` is conformant" in summary
+    assert "## sessionstate conformance: my-backend is conformant" in summary
     assert (project / "reports" / "junit.xml").is_file()
     assert (project / "reports" / "sessionstate.json").is_file()
 

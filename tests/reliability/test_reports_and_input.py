@@ -74,15 +74,16 @@ def _results(data: object) -> tuple[tuple[str, bytes], ...]:
 
 
 def _canned_run(results: dict[str, Any]) -> Setup:
-    """``pytest.main`` replaced by one that writes ``results`` where the check reads them."""
+    """The suite's run replaced by one whose results are ``results``: the check reports them
+    as it reports a child's (``runner.finish_check``), with no subject code run."""
 
     def setup(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        def fake_main(args: list[str]) -> int:
-            path = args[args.index("--sessionstate-report-json") + 1]
-            Path(path).write_text(json.dumps(results), encoding="utf-8")
-            return 0
+        from sessionstate.conformance._harness import runner
 
-        monkeypatch.setattr(pytest, "main", fake_main)
+        def canned(options: Any) -> int:
+            return runner.finish_check(options, 0, json.dumps(results))
+
+        monkeypatch.setattr(runner, "run_check", canned)
 
     return setup
 
