@@ -25,8 +25,11 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "check",
         help="run the conformance suite against a subject",
         description="Run the conformance suite. Exit 0: every MUST clause passed; 1: a clause "
-        "failed; 2: usage error; 3: a MUST clause was not checked to the end; 4: a report could "
-        "not be written (a full disk: the verdict table is printed first); 130: interrupted. "
+        "failed; 2: usage error; 3: incomplete (a MUST clause was not checked to the end: a "
+        "test cut off at its time bound, crashed or lost, or the subject's code ended the "
+        "process); 4: infrastructure (the example database failed, or a report could not be "
+        "written: the verdict table is printed first); 130, 143, 129: interrupted by SIGINT, "
+        "SIGTERM, SIGHUP (the reports say incomplete). "
         "Report paths may be devices, FIFOs or /dev/stdout: those are written in place, "
         "files are replaced whole. Arguments after '--' go to pytest.",
     )
@@ -114,8 +117,9 @@ def _add_fuzz(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "failure, saving what it finds in an example database. Exit 0: nothing found (the "
         "examples run per clause group are printed); 1: a clause failed (reported as "
         "'sessionstate check' reports it); 2: usage error (--seconds must be finite and above "
-        "0); 3: no example ran (give more --seconds); 130: interrupted. Arguments after '--' "
-        "go to pytest.",
+        "0); 3: no example ran (give more --seconds), or the subject's code ended the "
+        "process; 4: the example database cannot be reached or failed; 130, 143, 129: "
+        "interrupted by SIGINT, SIGTERM, SIGHUP. Arguments after '--' go to pytest.",
     )
     fuzz.add_argument(
         "target",
