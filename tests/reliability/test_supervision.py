@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from sessionstate import conformance
+
 pytestmark = pytest.mark.skipif(
     not hasattr(signal, "SIGKILL") or not sys.platform.startswith("linux"),
     reason="process groups and signals as on Linux",
@@ -416,7 +418,9 @@ def test_the_bound_of_a_test(profile: str, value: str | None, expected: Any) -> 
         assert test_bound(profile, environ) == expected
 
 
-SUITE = str(Path(__file__).resolve().parents[2] / "conformance" / "_machine" / "manager.py")
+#: A suite frame where the suite is imported from: the checkout under an editable install,
+#: site-packages under the nox session's wheel.
+SUITE = str(Path(conformance.__file__).resolve().parent / "_machine" / "manager.py")
 STDLIB = sysconfig.get_paths()["stdlib"]
 DUMPS = [
     # (id, faulthandler's text, the call it names)
