@@ -23,7 +23,7 @@ import stat
 import sys
 from pathlib import Path
 
-__all__ = ["is_stream", "write_error", "write_text_atomic"]
+__all__ = ["is_stream", "stage", "write_error", "write_text_atomic"]
 
 #: A folder of open file descriptors: /proc/<pid>/fd, which /dev/fd and /proc/self/fd name.
 _DESCRIPTORS = re.compile(r"^/proc/[^/]+/fd$")
@@ -48,16 +48,30 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
         return
     target = Path(os.path.realpath(path))
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temporary = stage(target, text)
     try:
-        with open(temporary, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
         os.replace(temporary, target)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+
+
+def stage(path: str | os.PathLike[str], text: str, *, exclusive: bool = False) -> Path:
+    """``text`` written and flushed to disk in a temporary file beside ``path``, for the
+    caller to move over it; a link at ``path`` is written through (the temporary file is
+    beside the file it names). ``exclusive``: fail if that temporary name exists. Nothing
+    is left behind when the write fails."""
+    target = Path(os.path.realpath(path))
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "x" if exclusive else "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return temporary
 
 
 def is_stream(path: str | os.PathLike[str]) -> bool:

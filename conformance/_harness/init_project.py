@@ -6,7 +6,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from sessionstate.conformance._harness.atomic import write_error
+from sessionstate.conformance._harness.atomic import stage, write_error
 from sessionstate.conformance.subject import UsageError
 
 __all__ = ["init_project"]
@@ -150,7 +150,7 @@ def init_project(directory: str, force: bool = False) -> list[Path]:
     try:
         for path, text in files.items():
             made += _make_folders(path.parent)
-            staged[path] = _stage(path, text)
+            staged[path] = stage(path, text, exclusive=True)
         for path, temporary in staged.items():
             os.replace(temporary, os.path.realpath(path))
     except OSError as error:
@@ -187,19 +187,3 @@ def _make_folders(folder: Path) -> list[Path]:
     for made in reversed(missing):
         made.mkdir()
     return list(reversed(missing))
-
-
-def _stage(path: Path, text: str) -> Path:
-    """``text`` written and flushed to disk in a temporary file beside ``path``. A link
-    at ``path`` is written through: the file it names is replaced."""
-    target = Path(os.path.realpath(path))
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        with open(temporary, "x", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    return temporary

@@ -27,8 +27,9 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from sessionstate.conformance._machine.admit import outcome_of
 from sessionstate.conformance._model.manager import SPEC, LruTable, Semantics, spec_key
-from sessionstate.conformance.checks import ClauseFailure, calling, check, check_equal
+from sessionstate.conformance.checks import calling, check, check_equal
 
 __all__ = [
     "ERROR_NAME",
@@ -59,16 +60,6 @@ def lost_error_problem(error: BaseException, session_id: object) -> str | None:
     if key not in str(error):
         return f"its message {str(error)!r} does not name the key {key!r}"
     return None
-
-
-def _outcome(call: Callable[[], Any]) -> Any:
-    """``call()``'s result, or the exception it raised; the suite's own failures propagate."""
-    try:
-        return call()
-    except ClauseFailure:
-        raise
-    except Exception as error:
-        return error
 
 
 class LostMachine(RuleBasedStateMachine):
@@ -117,7 +108,7 @@ class LostMachine(RuleBasedStateMachine):
         before = self._counters()
         outcome = self.table.require_session(session_id)
         self.trace.append(("require_session", session_id))
-        observed = _outcome(lambda: self.manager.require_session(session_id))
+        observed = outcome_of(lambda: self.manager.require_session(session_id))
         if outcome.hit:
             expected = self.sessions[spec_key(session_id)]
             if observed is not expected:
@@ -273,7 +264,7 @@ def check_atomic(subject: Any, meddle: Meddle) -> None:
 
     call = f"require_session({meddle.required!r})"
     lock.armed = run_meddle
-    observed = _outcome(lambda: manager.require_session(meddle.required))
+    observed = outcome_of(lambda: manager.require_session(meddle.required))
     lock.armed = None
     when = f"with {list(meddle.calls)} falling at its first release of the lock"
     check(lock.meddled, "LOST-4", f"{call} never released the manager's lock ({when})")

@@ -149,14 +149,14 @@ def _not_followed(tmp: Path, result: subprocess.CompletedProcess[str]) -> None:
 def _second_file_fails(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from sessionstate.conformance._harness import init_project
 
-    stage = init_project._stage
+    stage = init_project.stage
 
-    def failing(path: Path, text: str) -> Path:
+    def failing(path: Path, text: str, *, exclusive: bool = False) -> Path:
         if path.name == "sessionstate.yml":
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-        return stage(path, text)
+        return stage(path, text, exclusive=exclusive)
 
-    monkeypatch.setattr(init_project, "_stage", failing)
+    monkeypatch.setattr(init_project, "stage", failing)
 
 
 def _left_nothing(tmp: Path, result: subprocess.CompletedProcess[str]) -> None:
