@@ -272,7 +272,7 @@ class MemoryModel:
 
 
 class ObjectModel(ABC):
-    """Base of plain models: the StateObject defaults; subclasses add ``allocate``,
+    """Base of plain models (OBJ-9): the StateObject defaults; subclasses add ``allocate``,
     ``commit``, ``view`` and ``reset``.
 
     A model changes nothing observable when it raises (validate, then mutate):

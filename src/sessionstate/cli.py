@@ -185,8 +185,12 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_check(commands)
     _add_fuzz(commands)
     commands.add_parser("spec", help="list the spec's clauses")
-    explain = commands.add_parser("explain", help="print a clause and the tests that check it")
-    explain.add_argument("clause", help="a clause id, e.g. LRU-3")
+    explain = commands.add_parser(
+        "explain", help="print where a clause lives: SPEC text, tests, models, zoo, reference"
+    )
+    explain.add_argument(
+        "clause", help="a clause id, any case (LRU-3, lru-3), or a group (LRU) to list its clauses"
+    )
     init = commands.add_parser("init", help="write a starter subject and a CI workflow")
     init.add_argument("directory", nargs="?", default=".", help="where to write (default: .)")
     init.add_argument("--force", action="store_true", help="overwrite existing files")
