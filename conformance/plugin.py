@@ -184,6 +184,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(error)) from None
     call_timeout = _call_timeout(config)
     _RECORDS.clear()
+    _OTHERS_FAILED.clear()
     _STOPPED.clear()
     _INFRASTRUCTURE.clear()
     _open_journal(config)
@@ -347,8 +348,13 @@ def pytest_collection(session: pytest.Session) -> None:
     names: Sequence[str] | None
     names = [n.strip() for n in option.split(",") if n.strip()] if option else None
     source = "--sessionstate-devices"
+    subject = load_configured_subject(config)
+    from sessionstate.conformance._harness.own_hooks import no_own_hook
+
+    refusal = no_own_hook(subject, _state(config)["target"])  # the unedited init template
+    if refusal:
+        raise pytest.UsageError(refusal)
     if names is None:
-        subject = load_configured_subject(config)
         names, source = subject.devices, f"subject {subject.name!r}: devices"
     try:
         select_devices(names)
@@ -698,15 +704,13 @@ def _apply_capabilities(
     # Automatic for every test: a clause that needs a capability the subject
     # does not declare is skipped, naming both (a forgotten per-test
     # decorator broke SQLAlchemy's third-party dialects, #5841).
+    from sessionstate.conformance._harness.applicability import capability_reason
+
     for cid in ids:
         missing = sorted(known[cid].requires - subject.capabilities)
         if missing:
-            item.add_marker(
-                pytest.mark.skip(
-                    reason=f"{cid} needs capability {missing[0]!r}, which subject "
-                    f"{subject.name!r} does not declare"
-                )
-            )
+            reason = capability_reason(cid, missing[0], subject.name)
+            item.add_marker(pytest.mark.skip(reason=reason))
             return
 
 
@@ -843,12 +847,18 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             message = str(report.longrepr).strip().splitlines()[0]
             _CRASHED[report.nodeid] = message
             _journal("crash", nodeid=report.nodeid, message=message)
+        elif report.failed:
+            _OTHERS_FAILED.append(report.nodeid)  # the caller's own test, run beside the suite
         return
     if report.when != "call" and not (report.failed or report.skipped):
         return
-    outcome = "xfailed" if hasattr(report, "wasxfail") else report.outcome
-    message = ""
-    if report.failed:
+    outcome, message = report.outcome, ""
+    if hasattr(report, "wasxfail"):  # an expectations entry's xfail: its reason goes along
+        from sessionstate.conformance._harness.expectations import expected_outcome
+
+        failure = "" if report.passed else _first_line_of_failure(report)
+        outcome, message = expected_outcome(str(report.wasxfail), failure)
+    elif report.failed:
         message = props.get("sessionstate_message") or _first_line_of_failure(report)
     elif report.skipped and isinstance(report.longrepr, tuple):
         message = str(report.longrepr[2])
@@ -868,6 +878,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 _RECORDS: list[dict[str, Any]] = []
+#: Node ids of the caller's own tests (no clause) that failed in this run.
+_OTHERS_FAILED: list[str] = []
 #: How the example database failed in this run (``database.merge_faults``), by database.
 _INFRASTRUCTURE: dict[str, dict[str, Any]] = {}
 
@@ -978,6 +990,7 @@ def _how_it_ended(session: pytest.Session, exitstatus: int) -> dict[str, Any]:
         "tests_collected": len(collected) if collected else state["collected_count"],
         "unfinished": unfinished,
         "unfinished_why": note,
+        "reproduce": reproduce,
     }
 
 
@@ -1021,6 +1034,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         strict=config.getoption("--sessionstate-strict"), facts=_json_facts(config), run=run,
     )  # fmt: skip
     state["results"] = payload  # for the clause table in the terminal summary
+    if not config.getoption("--sessionstate-journal"):  # under `check`, its supervisor's
+        from sessionstate.conformance._harness.exit_policy import session_status
+
+        # One exit policy (exit_policy): the verdict's status, not pytest's "a test failed".
+        session.exitstatus = session_status(payload, exitstatus, bool(_OTHERS_FAILED))
     if path:
         write_text_atomic(path, json.dumps(payload, indent=2) + "\n")
     if junit:

@@ -466,6 +466,7 @@ class _Run:
             "tests_collected": len(self.collected) or None,
             "unfinished": unfinished,
             "unfinished_why": why,
+            "reproduce": options.reproduce,
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
         records = [*self.records.values(), *self.own.values()]
