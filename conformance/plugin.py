@@ -852,7 +852,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         return
     if report.when != "call" and not (report.failed or report.skipped):
         return
-    outcome, message = report.outcome, ""
+    outcome: str = report.outcome
+    message = ""
     if hasattr(report, "wasxfail"):  # an expectations entry's xfail: its reason goes along
         from sessionstate.conformance._harness.expectations import expected_outcome
 

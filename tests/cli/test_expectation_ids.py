@@ -93,6 +93,5 @@ def test_strict_with_an_unmatched_expectation_does_not_print_conformant(run_cli,
     assert len(verdict) == 1, result.stdout[-3000:]
     assert "CONFORMANT" not in result.stdout
     assert verdict[0].startswith(
-        "verdict: STALE EXPECTATIONS (--strict: 1 expectation matched no test or clause) "
-        "(1 passed)"
+        "verdict: STALE EXPECTATIONS (--strict: 1 expectation matched no test or clause) (1 passed)"
     ), verdict
