@@ -790,7 +790,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return
     failed: list[str] = []
     mine: list[tuple[str, str]] = []
-    if call.excinfo is not None and report.failed:
+    # An expectations entry's xfail: its message too, for the reason's note (its clauses are
+    # xfailed as a whole, as before, so none is named failed).
+    xfailed = call.excinfo is not None and hasattr(report, "wasxfail") and not report.failed
+    if call.excinfo is not None and (report.failed or xfailed):
         from sessionstate.conformance._harness.watchdog import Hang
         from sessionstate.conformance.checks import clauses_of
 
@@ -802,6 +805,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # errors get their type so "KeyError('a')" is not just "'a'".
         message = first if failed else f"{type(error).__name__}: {first}"
         mine.append(("sessionstate_message", message))
+        failed = [] if xfailed else failed
     mine += [
         ("sessionstate_clauses", json.dumps(ids)),
         ("sessionstate_failed_clauses", json.dumps(failed)),
@@ -857,7 +861,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if hasattr(report, "wasxfail"):  # an expectations entry's xfail: its reason goes along
         from sessionstate.conformance._harness.expectations import expected_outcome
 
-        failure = "" if report.passed else _first_line_of_failure(report)
+        failure = ""
+        if not report.passed:
+            failure = props.get("sessionstate_message") or _first_line_of_failure(report)
         outcome, message = expected_outcome(str(report.wasxfail), failure)
     elif report.failed:
         message = props.get("sessionstate_message") or _first_line_of_failure(report)
