@@ -6,7 +6,17 @@ is tagged with it; the test's other clauses were not checked to the end
 (``unchecked``, naming the clause that stopped them). A test that fails any
 other way (the subject raised, a hang) errors every clause it is tagged with.
 A test skipped as *not applicable* (the subject lacks a hook it needs) leaves
-its clauses unchecked when their other tests ran, and skipped when none did.
+its clauses unchecked when their other tests ran, and skipped when none did. A clause
+whose every test was skipped for a reason the subject did not declare (a hook or
+capability it lacks, an expectations entry: ``applicability.declared_skip``), say no
+CUDA device on this machine, is unchecked, not skipped: nothing checked it, and nothing
+the subject said excused that. A test skipped as *not checked* (OBJ-9 for a spec with
+no model: its contents) leaves its clauses unchecked whatever else ran.
+
+A test an ``xfail`` entry names that passes is ``xpassed``, as is a clause with an
+``xfail`` entry that passed: the expectation is stale (a warning; under ``--strict``,
+exit 2 by ``exit_policy``). Either way its note quotes the entry's reason, as an
+``xfailed`` one's does.
 
 A test the process running it never returned from (``crashed``: the process died in it,
 or the supervisor cut it off at its bound, see ``supervisor``) leaves its clauses
