@@ -118,6 +118,9 @@ def test_check_and_plain_pytest_agree(tmp_path: Path, strict: bool) -> None:
         assert _verdict(done.stdout).startswith(expected[1])
     if not strict:
         assert "warning: SHOULD clauses failed: STATS-6" in by_pytest.stdout
+        # Both headers say whose code was tested.
+        assert "hooks: own manager_factory" in by_pytest.stdout
+        assert "hooks: own manager_factory" in by_check.stdout
 
 
 def test_reproduce_of_a_failing_should_case_exits_1(tmp_path: Path) -> None:
