@@ -47,3 +47,12 @@ def test_alternative_is_a_different_design() -> None:
     assert imports == ["from sessionstate.reference import StateObject"]
     # Its buffer's OBJ-9 model is its own too, not one of our specs' models.
     assert "state_object_specs" not in source
+
+
+def test_warning_through_a_non_propagating_logger_passes(run_check: Any) -> None:
+    """A resolver that logs ENV-5's warning through a logger with a handler of its own and
+    ``propagate=False`` (as vLLM's loggers are) passes every ENV clause."""
+    run = run_check("sessionstate.fixtures.own_logger_resolver:subject", ["ENV"])
+    assert run.report["verdict"] == "conformant", run.describe()
+    env = {cid: o for cid, o in run.outcomes().items() if cid.startswith("ENV-")}
+    assert env == {f"ENV-{n}": "passed" for n in range(1, 7)}, run.describe()
