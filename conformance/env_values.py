@@ -49,10 +49,8 @@ def _padding(space: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 
 
 #: Any text an environment variable can hold.
-_ANY_TEXT = st.text(
-    st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=8
-)
-_ND = st.characters(categories=("Nd",))
+_ANY_TEXT = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=8)
+_ND = st.characters(categories=["Nd"])
 _INT_SPACE = whitespace().filter(int_skips)
 _INT_REJECTED_SPACE = st.sampled_from([c for c in control_whitespace() if not int_skips(c)])
 _NOT_DECIMAL = st.characters(categories=("No", "Nl"))  # numerals int() does not read

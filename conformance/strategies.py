@@ -110,7 +110,7 @@ class FoldedId(str):
 _ID_CHARS = (
     st.characters(categories=("Ll", "Lu", "Lt"), max_codepoint=0x24F),
     st.characters(categories=("L", "N")),
-    st.characters(categories=("Mn",), max_codepoint=0x36F),
+    st.characters(categories=["Mn"], max_codepoint=0x36F),
     st.characters(categories=("Zs", "Cc")),
     st.sampled_from("'\"\\"),
 )

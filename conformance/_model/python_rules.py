@@ -29,6 +29,7 @@ from __future__ import annotations
 import sys
 import unicodedata
 from functools import cache
+from typing import Literal
 
 __all__ = [
     "INT_64_MAX",
@@ -46,7 +47,7 @@ __all__ = [
 
 #: The Unicode categories whose every character ``str.strip()`` removes; the other
 #: characters it removes are control characters (``control_whitespace``).
-STRIP_SPACE_CATEGORIES = ("Zs", "Zl", "Zp")
+STRIP_SPACE_CATEGORIES: tuple[Literal["Zs"], Literal["Zl"], Literal["Zp"]] = ("Zs", "Zl", "Zp")
 #: The largest value a C ``int64_t`` holds: a port that parses into one overflows past it.
 INT_64_MAX = 2**63 - 1
 #: The 256-code-point blocks holding every character whose ``casefold()``,
