@@ -44,8 +44,10 @@ ORACLE_CLAUSES = ("ENV-1", "ENV-2", "ENV-3", "ENV-4", "ENV-5", "ENV-6")
 # int() rejects (ENV-5); and the Python rules beyond ASCII that SPEC names: a digit of
 # another decimal system and an ideographic space int() reads (ENV-3), a control
 # character str.strip() removes but int() does not (ENV-5), letters that only
-# case-folding or NFKC make a spelling (ENV-2), an argument past 2**63 (ENV-6).
+# case-folding or NFKC make a spelling (ENV-2), arguments 0, True and past 2**63 (ENV-6).
 @per_clause(*ORACLE_CLAUSES)
+@_case(None, None, None, 0)
+@_case(None, None, True, True)
 @_case(None, " \u0663\u3000", None, 5)
 @_case(None, "\x1c7", None, 5)
 @_case("ye\u017f", None, False, None)
