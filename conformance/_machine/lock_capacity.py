@@ -76,7 +76,9 @@ def _pick(rnd: random.Random) -> tuple[str, tuple[str, ...]]:
 def capacity_scripts(seed: str) -> tuple[Script, list[Script]]:
     """(the setup that fills the table, one script per thread: 3-4 threads of 3-5 calls)."""
     rnd = random.Random(seed)
-    setup: Script = [("get_or_create_session", (key,)) for key in rnd.sample(HOT_KEYS, MAX_SESSIONS)]
+    setup: Script = [
+        ("get_or_create_session", (key,)) for key in rnd.sample(HOT_KEYS, MAX_SESSIONS)
+    ]
     scripts = [[_pick(rnd) for _ in range(rnd.randint(3, 5))] for _ in range(rnd.randint(3, 4))]
     return setup, scripts
 
@@ -130,7 +132,9 @@ def record_capacity_history(subject: Any, seed: str, *, admission: bool) -> list
     )
     with fast_switching():
         workers = [
-            perturbed(_worker(clause, calls, manager, recorder, s), f"{seed}/{i}", YIELD_PROBABILITY)
+            perturbed(
+                _worker(clause, calls, manager, recorder, s), f"{seed}/{i}", YIELD_PROBABILITY
+            )
             for i, s in enumerate(scripts)
         ]
         escaped += run_threads_within(clause, workers, inflight)
