@@ -25,7 +25,12 @@ from typing import Any
 from hypothesis.stateful import invariant, run_state_machine_as_test
 
 from sessionstate.conformance._harness.profiles import load_profile
-from sessionstate.conformance._machine.manager import ContentsMachine, CrowdedMachine
+from sessionstate.conformance._machine.manager import (
+    ContentsMachine,
+    CrowdedMachine,
+    ManagerMachine,
+    OrderMachine,
+)
 from sessionstate.conformance._model.manager import SessionModel
 from sessionstate.conformance.input_reach import ID_FAMILIES, MAX_RULES, id_reach, max_value_reach
 from sessionstate.fixtures.reference_subject import subject
@@ -115,6 +120,36 @@ def measure_inputs(examples: int) -> dict[str, Any]:
     }
 
 
+#: The step counts and example counts of the profiles, for ``reach_runs.program_reach``.
+PROFILE_SIZES = {
+    "quick": {"max_examples": 15, "stateful_step_count": 20},
+    "ci": {"max_examples": 60, "stateful_step_count": 30},
+}
+HISTORIES_PER_KIND = 100
+
+
+def measure_runs(profiles: list[str]) -> dict[str, Any]:
+    """Long runs of hits then evictions per LRU program, and a hit beside a miss at
+    capacity per threaded history (``reach_runs``): [reached, total] each."""
+    import reach_runs
+
+    programs = {
+        profile: {
+            machine.__name__: list(
+                reach_runs.program_reach(machine, subject, **PROFILE_SIZES[profile])
+            )
+            for machine in (ManagerMachine, OrderMachine)
+        }
+        for profile in profiles
+        if profile in PROFILE_SIZES
+    }
+    histories = {
+        kind: list(reach_runs.history_reach(subject, kind, HISTORIES_PER_KIND))
+        for kind in reach_runs.HISTORIES
+    }
+    return {"programs": programs, "histories": histories}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profiles", nargs="+", default=["quick", "ci"])
@@ -131,6 +166,7 @@ def main() -> None:
         data = {
             "states": STATES,
             "profiles": {p: measure(p) for p in args.profiles},
+            "runs": measure_runs(args.profiles),
             "inputs": measure_inputs(args.examples),
         }
     results.write_text(json.dumps(data, indent=2) + "\n")

@@ -41,7 +41,7 @@ subject = Subject(
     # An allocated StateObject accepting append(payload); None: a suite-owned buffer counted
     # through your accounting.
     buffer_factory=None,
-    # Optional features you claim: "threadsafe" (LOCK-4, LOCK-5), "admission" (ADMIT-*).
+    # Optional features you claim: "threadsafe" (LOCK-4, LOCK-5), "admission" (ADMIT-*, LOCK-6).
     capabilities=frozenset({"threadsafe", "admission"}),
     # StateObjectSpecs for your own StateObjects (OBJ-*) and AdapterSpecs for adapters (ADAPT-*).
     state_objects=(),
