@@ -92,6 +92,13 @@ class StateObjectSpec:
     observations: Mapping[str, Callable[[Any], object]] = field(default_factory=dict)
     resident_from: str = "allocate"
 
+    def __repr__(self) -> str:
+        # Short: Hypothesis prints the spec in every failing case of the OBJ tests.
+        return f"StateObjectSpec({self.name!r})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
     def __post_init__(self) -> None:
         from hypothesis.strategies import SearchStrategy
 

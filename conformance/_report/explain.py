@@ -37,8 +37,10 @@ __all__ = [
     "Mention",
     "clause_tests",
     "explain",
+    "explain_group",
     "mentions",
     "reference_tags",
+    "resolve",
     "test_tags",
     "zoo_subjects",
 ]
@@ -193,12 +195,42 @@ def _grouped(nodeids: list[str]) -> list[str]:
     return [f"{f}[{', '.join(c)}]" if c else f for f, c in cases.items()]
 
 
-def explain(clause_id: str) -> int:
-    """Print where ``clause_id`` lives; 2 with a one-line error for an unknown id."""
+def resolve(name: str) -> tuple[str | None, list[str]]:
+    """``(clause id, [])`` for a clause id, ``(None, its clause ids)`` for a group id, in
+    any case and with surrounding spaces (``lru-3``, `` LRU ``); ``(None, [])`` otherwise."""
     clauses = all_clauses()
-    if clause_id not in clauses:
-        hint = _did_you_mean(clause_id, list(clauses))
-        print(f"sessionstate explain: error: unknown clause {clause_id!r}{hint}", file=sys.stderr)
+    wanted = name.strip().upper()
+    if wanted in clauses:
+        return wanted, []
+    return None, [cid for cid, c in clauses.items() if c.group == wanted]
+
+
+def explain_group(group: str, members: list[str]) -> int:
+    """Print a group's clauses, one line each, and how to explain one of them."""
+    clauses = all_clauses()
+    print(f"{group}: {len(members)} clauses")
+    for cid in members:
+        clause = clauses[cid]
+        requires = f"  [requires {', '.join(sorted(clause.requires))}]" if clause.requires else ""
+        print(f"  {cid:<9} {clause.level:<6} {clause.title}{requires}")
+    print(
+        f"\n'sessionstate explain {members[0]}' shows one of them, its tests and its zoo subjects"
+    )
+    return 0
+
+
+def explain(name: str) -> int:
+    """Print where the clause ``name`` lives, or a group's clauses; ids in any case. 2
+    with a one-line error for an unknown id."""
+    clauses = all_clauses()
+    clause_id, members = resolve(name)
+    if members:
+        return explain_group(name.strip().upper(), members)
+    if clause_id is None:
+        groups = sorted({c.group for c in clauses.values()})
+        hint = _did_you_mean(name.strip().upper(), [*clauses, *groups])
+        print(f"sessionstate explain: error: unknown clause or group {name!r}{hint}; "
+              "'sessionstate spec' lists them", file=sys.stderr)  # fmt: skip
         return 2
     clause = clauses[clause_id]
     print(f"{clause.id} · {clause.level} · {clause.title}")

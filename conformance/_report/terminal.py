@@ -14,7 +14,9 @@ from typing import Any
 from sessionstate.conformance._report.text import markdown_cell, terminal_text
 from sessionstate.conformance.clauses import all_clauses
 
-__all__ = ["clip", "markdown", "ordered", "styled_table", "summary_lines", "table_lines"]
+__all__ = [
+    "clip", "markdown", "ordered", "start_lines", "styled_table", "summary_lines", "table_lines",
+]  # fmt: skip
 
 #: How much of a clause's note a table row shows (the whole note is in the JSON).
 NOTE_WIDTH = 90
@@ -48,6 +50,35 @@ def _header(results: dict[str, Any], escape: Callable[[object], str]) -> list[st
         f"hypothesis {escape(env['hypothesis'])}",
         f"devices: {devices}" + (f" (left out: {left_out})" if left_out else ""),
         f"capabilities: {capabilities or '(none)'}",
+    ]
+
+
+def start_lines(
+    facts: dict[str, Any],
+    target: str,
+    profile: str,
+    seed: int | None,
+    database: str | None,
+    test_seconds: float | None,
+) -> list[str]:
+    """What ``sessionstate check`` prints before its first test: the subject and target,
+    the profile, the devices, the example database, the capabilities and each test's
+    bound, so that a long run says at once what it is checking."""
+    env = facts["environment"]
+    devices = ", ".join(
+        terminal_text(d["name"]) + (" (simulated)" if d["simulated"] else "")
+        for d in env["devices"]
+    )
+    left_out = ", ".join(terminal_text(d) for d in env.get("devices_left_out") or [])
+    capabilities = ", ".join(terminal_text(c) for c in facts["capabilities"])
+    order = f"seed {seed}" if seed is not None else "derandomized"
+    bound = f"each test cut off after {test_seconds:g} s" if test_seconds else "tests unbounded"
+    return [
+        f"sessionstate check: {terminal_text(facts['subject'])} ({terminal_text(target)})",
+        f"  profile {terminal_text(profile)}, {order}; {bound}",
+        f"  devices: {devices}" + (f" (left out: {left_out})" if left_out else ""),
+        f"  database: {terminal_text(database) if database else '(none)'}",
+        f"  capabilities: {capabilities or '(none)'}",
     ]
 
 
