@@ -113,8 +113,10 @@ def _add_fuzz(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     fuzz = commands.add_parser(
         "fuzz",
         help="fuzz the suite's properties against a subject (HypoFuzz, the [fuzz] extra)",
-        description="Run the suite's properties under HypoFuzz for --seconds or until a "
-        "failure, saving what it finds in an example database. Exit 0: nothing found (the "
+        description="First run every selected test once at the quick profile (as 'sessionstate "
+        "check --profile quick' does), then the suite's properties under HypoFuzz for "
+        "--seconds or until a failure, saving what it finds in an example database. Exit 0: "
+        "nothing found (the "
         "examples run per clause group are printed); 1: a clause failed (reported as "
         "'sessionstate check' reports it); 2: usage error (--seconds must be finite and above "
         "0); 3: no example ran (give more --seconds), or the subject's code ended the "
@@ -132,15 +134,15 @@ def _add_fuzz(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         type=float,
         default=600,
         metavar="N",
-        help="stop after N seconds when nothing was found (default 600)",
+        help="fuzz for N seconds after the quick pass when nothing was found (default 600)",
     )
     fuzz.add_argument(
         "-n",
         dest="workers",
         type=_positive_int,
-        default=1,
+        default=None,
         metavar="N",
-        help="fuzz in N processes (default 1)",
+        help="fuzz in N processes (default: the CPUs this process may use)",
     )
     fuzz.add_argument(
         "--database",
@@ -164,11 +166,12 @@ def _add_fuzz(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 
 def _fuzz(args: argparse.Namespace, passthrough: list[str]) -> int:
-    from sessionstate.conformance._harness.fuzz import FuzzOptions, run_fuzz
+    from sessionstate.conformance._harness.fuzz import FuzzOptions, run_fuzz, usable_cores
     from sessionstate.conformance.subject import DEFAULT_TARGET
 
+    workers = usable_cores() if args.workers is None else args.workers
     options = FuzzOptions(
-        target=args.target or DEFAULT_TARGET, seconds=args.seconds, workers=args.workers,
+        target=args.target or DEFAULT_TARGET, seconds=args.seconds, workers=workers,
         database=args.database, clauses=args.clause, dashboard=args.dashboard, port=args.port,
         pytest_args=passthrough,
     )  # fmt: skip
@@ -185,8 +188,12 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_check(commands)
     _add_fuzz(commands)
     commands.add_parser("spec", help="list the spec's clauses")
-    explain = commands.add_parser("explain", help="print a clause and the tests that check it")
-    explain.add_argument("clause", help="a clause id, e.g. LRU-3")
+    explain = commands.add_parser(
+        "explain", help="print a clause and the tests that check it, or a group's clauses"
+    )
+    explain.add_argument(
+        "clause", help="a clause id, e.g. LRU-3 (any case), or a group id, e.g. LRU"
+    )
     init = commands.add_parser("init", help="write a starter subject and a CI workflow")
     init.add_argument("directory", nargs="?", default=".", help="where to write (default: .)")
     init.add_argument("--force", action="store_true", help="overwrite existing files")
