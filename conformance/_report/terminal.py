@@ -144,7 +144,7 @@ def styled_table(results: dict[str, Any]) -> list[tuple[str, str]]:
     """``table_lines`` with what each line is, for colouring: a row's clause outcome,
     ``"warning"``, ``"verdict"``, or ``""`` for the header and rules."""
     lines = [(line, "") for line in [*_header(results, terminal_text), "-" * 78]]
-    head = f"{'clause':<10} {'level':<7} {'outcome':<9} {'tests':>5} {'seconds':>8}  note"
+    head = f"{'clause':<10} {'level':<7} {'outcome':<9} {'tests':>5} {'test s':>8}  note"
     lines.append((head, ""))
     for cid, clause in ordered(results):
         note = clause["message"] if clause["outcome"] != "passed" else ""
@@ -154,6 +154,9 @@ def styled_table(results: dict[str, Any]) -> list[tuple[str, str]]:
         )
         lines.append((row.rstrip(), clause["outcome"]))
     lines.append(("-" * 78, ""))
+    summed = _summed_note(results)
+    if summed:
+        lines.append((summed, ""))
     should = [
         cid
         for cid, c in results["clauses"].items()
@@ -180,6 +183,19 @@ def styled_table(results: dict[str, Any]) -> list[tuple[str, str]]:
     return lines
 
 
+def _summed_note(results: dict[str, Any]) -> str:
+    """What the ``test s`` column is, when its figures add up to more than the run's wall
+    time (they always may: a test counts under each clause it checks, and ``-n`` runs
+    tests side by side); ``""`` otherwise."""
+    total = sum(float(c["seconds"]) for c in results["clauses"].values())
+    wall = float(results.get("seconds") or 0)
+    if total <= wall:
+        return ""
+    return (f"test s: the time of the tests that check each clause; a test counts under every "
+            f"clause it checks and -n runs tests side by side, so the column sums to "
+            f"{total:.1f} s, more than the run's {wall:.1f} s of wall time")  # fmt: skip
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The summary as a Markdown document, e.g. for a CI job summary."""
     icon = {
@@ -198,7 +214,7 @@ def markdown(results: dict[str, Any]) -> str:
     out += [f"- {line}" for line in _header(results, markdown_cell)]
     out += [
         "",
-        "| clause | level | outcome | tests | seconds | note |",
+        "| clause | level | outcome | tests | test s | note |",
         "|---|---|---|---|---|---|",
     ]
     for cid, clause in ordered(results):
