@@ -242,17 +242,21 @@ def quick_pass(options: FuzzOptions, spec: str) -> int | None:
         return None
     if status == EXIT_FAILED and failed:
         print(f"sessionstate fuzz: {failed[0]} failed after {elapsed:.0f} s, in the quick pass "
-              "(the check's report is above); the failing example is in the database")  # fmt: skip
+              "(the check's report is above; Hypothesis saved its failing cases in the "
+              "database)")  # fmt: skip
     return status
 
 
 def _failed_tests(report: Path) -> list[str]:
-    """The node ids of the failed tests in a check's JSON report (none if unreadable)."""
+    """The node ids of the failed tests in a check's JSON report (none if unreadable),
+    those with a Hypothesis case to replay (a ``reproduce`` blob) first."""
     try:
         results = json.loads(report.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
-    return [str(t["nodeid"]) for t in results.get("tests", []) if t.get("outcome") == "failed"]
+    failed = [t for t in results.get("tests", []) if t.get("outcome") == "failed"]
+    failed.sort(key=lambda t: not t.get("reproduce"))
+    return [str(t["nodeid"]) for t in failed]
 
 
 @dataclass
