@@ -88,6 +88,8 @@ class FuzzOptions:
     dashboard: bool = False
     port: int = 9999
     pytest_args: list[str] = field(default_factory=list)
+    #: Run every selected test once at the quick profile first (``quick_pass``).
+    quick_pass: bool = True
 
 
 def validate(options: FuzzOptions) -> str:
@@ -154,14 +156,16 @@ def run_fuzz(options: FuzzOptions) -> int:
 
     database = open_database(spec, create=True)
     selection = ", ".join(options.clauses) or "every clause"
+    after = " after a quick pass" if options.quick_pass else ""
     print(f"sessionstate fuzz: {options.target}, {selection}, {options.workers} process(es), "
-          f"{options.seconds:g} s of fuzzing after a quick pass")  # fmt: skip
+          f"{options.seconds:g} s of fuzzing{after}")  # fmt: skip
     print(f"  database: {describe(spec)}")
     if options.dashboard:
         print(f"  dashboard: http://localhost:{options.port}/")
-    status = quick_pass(options, spec)
-    if status is not None:
-        return status
+    if options.quick_pass:
+        status = quick_pass(options, spec)
+        if status is not None:
+            return status
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="sessionstate-fuzz-") as scratch:
         counts_dir = Path(scratch) / "counts"

@@ -158,6 +158,13 @@ def _add_fuzz(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="fuzz only the tests of this clause or group (repeatable): LRU-3, ADMIT",
     )
     fuzz.add_argument(
+        "--no-quick-pass",
+        dest="quick_pass",
+        action="store_false",
+        help="start HypoFuzz at once, without running every selected test at the quick "
+        "profile first",
+    )
+    fuzz.add_argument(
         "--dashboard", action="store_true", help="serve HypoFuzz's live dashboard while fuzzing"
     )
     fuzz.add_argument(
@@ -173,7 +180,7 @@ def _fuzz(args: argparse.Namespace, passthrough: list[str]) -> int:
     options = FuzzOptions(
         target=args.target or DEFAULT_TARGET, seconds=args.seconds, workers=workers,
         database=args.database, clauses=args.clause, dashboard=args.dashboard, port=args.port,
-        pytest_args=passthrough,
+        pytest_args=passthrough, quick_pass=args.quick_pass,
     )  # fmt: skip
     return run_fuzz(options)
 

@@ -31,6 +31,11 @@ def test_processes_default_to_the_usable_cores() -> None:
     assert _build_parser().parse_args(["fuzz", "-n", "3"]).workers == 3
 
 
+def test_the_quick_pass_can_be_left_out() -> None:
+    assert _build_parser().parse_args(["fuzz"]).quick_pass is True
+    assert _build_parser().parse_args(["fuzz", "--no-quick-pass"]).quick_pass is False
+
+
 def test_the_failed_test_named_is_one_with_a_case_to_replay(tmp_path: Path) -> None:
     report = tmp_path / "r.json"
     tests = [
