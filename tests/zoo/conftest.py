@@ -13,6 +13,7 @@ import select
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,16 +75,24 @@ class ForkServer:
         code = f"import runpy, sys; del sys.path[0]; runpy.run_path({str(path)!r}, run_name='__main__')"
         self.process = subprocess.Popen(
             [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            env=lean_env(), text=True,
+            env=lean_env(),
         )  # fmt: skip
+        self._pending = b""  # read from the server, not yet a whole line
 
     def _reply(self, timeout: float) -> dict[str, Any] | None:
+        """The server's next line, read unbuffered (both of a request's lines may come in
+        one read); None after ``timeout`` seconds without one."""
         assert self.process.stdout is not None
-        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
-        if not ready:
-            return None
-        line = self.process.stdout.readline()
-        assert line, f"the fork server ended (status {self.process.poll()})"
+        fd = self.process.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._pending:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            assert chunk, f"the fork server ended (status {self.process.poll()})"
+            self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
         return dict(json.loads(line))
 
     def run(self, argv: list[str], cwd: Path, output: Path, timeout: float) -> int:
@@ -91,7 +100,7 @@ class ForkServer:
         SIGTERM (the check stops its child and reports), then the test fails."""
         assert self.process.stdin is not None
         request = {"argv": argv, "cwd": str(cwd), "env": lean_env(), "output": str(output)}
-        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.write(json.dumps(request).encode() + b"\n")
         self.process.stdin.flush()
         started = self._reply(120)
         assert started is not None, "the fork server did not answer within 120 s"
