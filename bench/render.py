@@ -104,6 +104,24 @@ def reachability_section(data: dict[str, Any]) -> list[str]:
                      for k in states]  # fmt: skip
             lines.append(f"| {profile} | {name} | {total} | " + " | ".join(cells) + " |")
     lines += ["", *[f"- *{k}*: {v}" for k, v in states.items()]]
+    if "inputs" in data:
+        lines += inputs_section(data["inputs"])
+    return lines
+
+
+def inputs_section(inputs: dict[str, Any]) -> list[str]:
+    """How many drawn ENV and KEY inputs exercise each Python rule their clauses rest on."""
+    lines = ["", "### Reach of the ENV and KEY inputs", "",
+             f"Of {inputs['examples']} derandomised draws of each strategy, how many exercise "
+             "each rule (`conformance/input_reach.py`; `tests/conformance/test_input_reach.py` "
+             "holds each share above a floor):"]  # fmt: skip
+    for kind in ("MAX_SESSIONS values", "groups of ids"):
+        counts = dict(inputs[kind])
+        total = counts.pop("total")
+        lines += ["", f"| {kind} ({total}) | " + " | ".join(counts) + " |",
+                  "|---" * (len(counts) + 1) + "|",
+                  "| share | " + " | ".join(f"{100 * n / max(total, 1):.1f} %"
+                                            for n in counts.values()) + " |"]  # fmt: skip
     return lines
 
 

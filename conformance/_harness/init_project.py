@@ -16,6 +16,8 @@ SUBJECT_TEMPLATE = '''\
 
 Run it:  sessionstate check conformance_subject:subject
 Every field but ``name`` is optional; a missing hook skips only the clauses that need it.
+Unedited, every hook below is the bundled reference's, and the check refuses it (exit 2):
+it would test the reference, not your code. The report header names the hooks that are yours.
 """
 
 from sessionstate.conformance import Subject

@@ -154,6 +154,10 @@ def drop_reorders(subject: Any) -> frozenset[str]:
     one, misses after the drop evict the others one by one; the victims must come
     in the order the table had. Only ``in`` at the very end observes a victim, so a
     refreshing ``in`` (STATS-4) cannot mislead it.
+
+    A control comes first: the same misses with no drop at all. A subject whose victims
+    are out of order there (it evicts the most recent, say) has an eviction bug that no
+    drop explains, and its drops are never blamed for it.
     """
     if id(subject) not in _DROP_ORDER:
         _DROP_ORDER[id(subject)] = (subject, _learn_drop_order(subject))
@@ -164,6 +168,8 @@ def _learn_drop_order(subject: Any) -> frozenset[str]:
     keys = ["c", "a", "d", "b"]
     found = set()
     try:
+        if not _evicts_in_order(subject, keys):
+            return frozenset()
         for dropped in [*keys, "absent"]:
             rest = [k for k in keys if k != dropped]
             for misses in range(1, len(rest) + 1):
@@ -180,6 +186,20 @@ def _learn_drop_order(subject: Any) -> frozenset[str]:
     except Exception:
         return frozenset()
     return frozenset(found)
+
+
+def _evicts_in_order(subject: Any, keys: list[str]) -> bool:
+    """The control of ``_learn_drop_order``: with no drop, misses evict ``keys`` oldest
+    first."""
+    for misses in range(1, len(keys) + 1):
+        manager = subject.make_manager(max_sessions=len(keys), byte_budget=None)
+        for key in keys:
+            manager.get_or_create_session(key)
+        for n in range(misses):
+            manager.get_or_create_session(f"new{n}")
+        if [k for k in keys if k not in manager] != keys[:misses]:
+            return False
+    return True
 
 
 def _resurrected(known: SessionModel | None) -> str:
