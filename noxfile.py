@@ -31,7 +31,9 @@ def tests(session: nox.Session) -> None:
     # Exit 5 ("no tests collected") fails the session, as CI requires: a run that
     # collects nothing has checked nothing. A narrowed run that may select nothing
     # says so itself (`nox -s tests -- -k ...`).
-    session.run("pytest", "-n", "auto", *session.posargs)
+    # worksteal: an idle worker takes queued tests from a busy one; with the slowest
+    # tests collected first (tests/conftest.py), the run does not end on one long tail.
+    session.run("pytest", "-n", "auto", "--dist", "worksteal", *session.posargs)
 
 
 @nox.session

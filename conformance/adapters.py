@@ -213,6 +213,13 @@ class AdapterSpec:
     max_sessions: int = 2
     policies: Sequence[str] | None = None
 
+    def __repr__(self) -> str:
+        # Short: Hypothesis prints the specs in every failing case of the ADAPT tests.
+        return f"AdapterSpec({self.name!r}, {len(self.operations)} operations)"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "operations", tuple(self.operations))
         object.__setattr__(self, "observe", tuple(self.observe))

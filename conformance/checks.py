@@ -32,6 +32,7 @@ __all__ = [
     "nonzero",
     "not_checked_reason",
     "per_clause",
+    "subject_frames",
 ]
 
 
@@ -111,9 +112,38 @@ def calling(clause: str, call: str) -> Iterator[None]:
         raise
     except Exception as error:
         try:
-            _fail(clause, f"{call} raised {short_repr(error)} [{clause}]")
+            _fail(clause, f"{call} raised {short_repr(error)} [{clause}]{subject_frames(error)}")
         except ClauseFailure as failure:
             raise failure from error
+
+
+#: At most this many of the subject's frames follow a failure its code raised.
+SUBJECT_FRAMES = 4
+
+
+def subject_frames(error: BaseException) -> str:
+    """Where in the subject's own code ``error`` was raised, as lines to follow a failure's
+    first line (reports keep the first line; pytest's output shows these): the innermost
+    ``SUBJECT_FRAMES`` frames of the traceback that are neither the suite's, the standard
+    library's nor a library the suite runs on (``supervisor._kind``), innermost last, each
+    with its source line. ``""`` when none is the subject's."""
+    import linecache
+    import traceback
+
+    from sessionstate.conformance._harness.supervisor import _kind
+
+    frames = [
+        f for f in traceback.extract_tb(error.__traceback__) if _kind(f.filename) == "subject"
+    ]
+    if not frames:
+        return ""
+    lines = ["", "  raised in the subject's code (innermost last):"]
+    for frame in frames[-SUBJECT_FRAMES:]:
+        lines.append(f'    File "{frame.filename}", line {frame.lineno}, in {frame.name}')
+        source = (frame.line or linecache.getline(frame.filename, frame.lineno or 0)).strip()
+        if source:
+            lines.append(f"      {source}")
+    return "\n".join(lines)
 
 
 class _Focus:

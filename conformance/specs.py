@@ -107,6 +107,13 @@ class StateObjectSpec:
             return self.model
         return CONTENTS[self.contents] if self.contents is not None else None
 
+    def __repr__(self) -> str:
+        # Short: Hypothesis prints the spec in every failing case of the OBJ tests.
+        return f"StateObjectSpec({self.name!r})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
     def __post_init__(self) -> None:
         from hypothesis.strategies import SearchStrategy
 

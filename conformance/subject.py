@@ -76,8 +76,19 @@ class Subject:
     adapters: Sequence[Any] = ()
 
     def __repr__(self) -> str:
-        # Short, because Hypothesis prints it at the top of every failing case.
-        return f"Subject({self.name!r})"
+        # Short, because Hypothesis prints it at the top of every failing case: the name,
+        # and where its manager comes from (the target's code), not every hook.
+        factory = self.manager_factory
+        if factory is None:
+            return f"Subject({self.name!r})"
+        where = getattr(factory, "__qualname__", None) or type(factory).__qualname__
+        module = getattr(factory, "__module__", None)
+        return f"Subject({self.name!r}, manager_factory={module + '.' if module else ''}{where})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """Hypothesis' pretty printer (its failing-case lines) shows ``repr``, not every
+        field of the dataclass."""
+        printer.text(repr(self))
 
     def __post_init__(self) -> None:
         """``capabilities`` is checked (an iterable of known names) and frozen here; the

@@ -25,6 +25,34 @@ def pytest_configure(config: pytest.Config) -> None:
     load_profile(DEFAULT_PROFILE)
 
 
+#: The slowest tests, slowest first (seconds each on CI's 2 cores): a fresh venv (~120),
+#: HypoFuzz runs (~30-120), the supervised runs, the zoo's check processes (~10 each).
+#: ``nox -s tests`` hands tests to xdist's workers in collection order and lets an idle
+#: worker steal (``--dist worksteal``): started first, they overlap with everything else
+#: instead of one of them being the last thing a worker does while the other idles.
+SLOW_FIRST = (
+    "tests/cli/test_first_contact.py",
+    "tests/cli/test_fuzz",
+    "tests/reliability/test_supervision.py",
+    "tests/zoo/",
+    "tests/cli/test_explain.py",
+    "tests/cli/test_database.py",
+    "tests/reliability/",
+)
+
+
+def _slowness(item: pytest.Item) -> int:
+    path = item.nodeid.split("::")[0]
+    return next((rank for rank, prefix in enumerate(SLOW_FIRST) if path.startswith(prefix)),
+                len(SLOW_FIRST))  # fmt: skip
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first (``SLOW_FIRST``); a stable sort, so any other order is kept."""
+    items.sort(key=_slowness)
+
+
 @dataclass
 class RedisServer:
     """A ``redis-server`` of the test's own, on a free loopback port."""

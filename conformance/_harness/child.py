@@ -57,6 +57,8 @@ def main(argv: list[str]) -> int:
     if spec.get("validate_only"):  # sessionstate fuzz: the subject answers, nothing runs
         Path(files["status"]).write_text(json.dumps({"pytest": 0}), encoding="utf-8")
         return 0
+    if not spec.get("skip_ids"):  # the first attempt: a resumed one said it already
+        _print_header(options, spec.get("test_seconds"))
     journal.write("phase", phase="collecting and running the tests")
     import pytest
 
@@ -71,6 +73,28 @@ def main(argv: list[str]) -> int:
     status = int(pytest.main(args))
     Path(files["status"]).write_text(json.dumps({"pytest": status}), encoding="utf-8")
     return 0
+
+
+def _print_header(options: Any, test_seconds: float | None) -> None:
+    """Say what is being checked before the first test (``terminal.start_lines``): the
+    subject is loaded and its hooks answered (``runner.validate``), so none of this can
+    fail for a reason the run would not meet anyway; if it does, the run goes on."""
+    from sessionstate.conformance._harness import target as under_test
+    from sessionstate.conformance._harness.database import describe
+    from sessionstate.conformance._harness.runner import load_target
+    from sessionstate.conformance._model.memory import select_devices
+    from sessionstate.conformance._report.terminal import start_lines
+
+    try:
+        subject = load_target(options.target)
+        select_devices(options.devices if options.devices else subject.devices)
+        facts = under_test.gather(subject)
+        database = describe(options.database) if options.database else None
+        lines = start_lines(facts, options.target, options.profile, options.seed, database,
+                            test_seconds)  # fmt: skip
+    except Exception:  # the plugin meets the same problem and reports it
+        return
+    print("\n".join(lines), flush=True)
 
 
 def _leave(status: int) -> None:

@@ -56,7 +56,10 @@ from sessionstate.conformance.subject import DEFAULT_TARGET, UsageError
 if TYPE_CHECKING:
     from hypothesis.database import ExampleDatabase
 
-__all__ = ["COUNTS_ENV", "FuzzOptions", "count_examples", "fuzz_arguments", "run_fuzz"]
+__all__ = [
+    "COUNTS_ENV", "FuzzOptions", "count_examples", "fuzz_arguments", "quick_pass", "run_fuzz",
+    "usable_cores",
+]  # fmt: skip
 
 #: Set by ``sessionstate fuzz`` for HypoFuzz's workers: the folder their counts go to.
 COUNTS_ENV = "SESSIONSTATE_FUZZ_COUNTS"
@@ -70,11 +73,21 @@ _WINDOW = 10.0
 _GRACE = 10.0
 
 
+def usable_cores() -> int:
+    """The CPUs this process may run on (its affinity mask; ``os.cpu_count()`` where the
+    platform has none): the default number of fuzzing processes."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 @dataclass
 class FuzzOptions:
     target: str = DEFAULT_TARGET
+    #: HypoFuzz's time, after the quick pass (``quick_pass``), which is not counted in it.
     seconds: float = DEFAULT_SECONDS
-    workers: int = 1
+    workers: int = field(default_factory=usable_cores)
     #: A directory or ``redis://HOST:PORT[/DB]``; None: ``profiles.default_fuzz_database()``.
     database: str | None = None
     clauses: list[str] = field(default_factory=list)
@@ -83,6 +96,8 @@ class FuzzOptions:
     pytest_args: list[str] = field(default_factory=list)
     #: As ``check --strict``: a SHOULD clause's failure fails the replay too.
     strict: bool = False
+    #: Run every selected test once at the quick profile first (``quick_pass``).
+    quick_pass: bool = True
 
 
 def validate(options: FuzzOptions) -> str:
@@ -149,11 +164,16 @@ def run_fuzz(options: FuzzOptions) -> int:
 
     database = open_database(spec, create=True)
     selection = ", ".join(options.clauses) or "every clause"
+    after = " after a quick pass" if options.quick_pass else ""
     print(f"sessionstate fuzz: {options.target}, {selection}, {options.workers} process(es), "
-          f"{options.seconds:g} s")  # fmt: skip
+          f"{options.seconds:g} s of fuzzing{after}")  # fmt: skip
     print(f"  database: {describe(spec)}")
     if options.dashboard:
         print(f"  dashboard: http://localhost:{options.port}/")
+    if options.quick_pass:
+        status = quick_pass(options, spec)
+        if status is not None:
+            return status
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="sessionstate-fuzz-") as scratch:
         counts_dir = Path(scratch) / "counts"
@@ -199,6 +219,56 @@ def run_fuzz(options: FuzzOptions) -> int:
             f"  {group:<8} {number:>12,}" + ("  (no test of it started yet)" if not number else "")
         )
     return EXIT_OK
+
+
+def quick_pass(options: FuzzOptions, spec: str) -> int | None:
+    """Run every selected test once at the quick profile, as ``sessionstate check
+    --profile quick --database SPEC -n WORKERS`` runs it, before HypoFuzz starts: a bug
+    the check finds in seconds is not left to the fuzzer's luck, and every clause group
+    is exercised at least that much. ``None`` when it found nothing (fuzzing follows);
+    else its exit status, its report printed as the check prints it: 1 a clause failed
+    (the failing example is stored in the database, for ``check --database`` to replay),
+    2 misuse, 3 incomplete, 4 infrastructure, 128 + a signal when interrupted."""
+    from sessionstate.conformance._harness.runner import CheckOptions, run_check
+
+    # The check's own limit is a few processes per CPU: more than the CPUs only thrashes.
+    processes = min(options.workers, usable_cores())
+    workers = str(processes) if processes > 1 else None
+    print("quick pass: every selected test once at the quick profile "
+          "(sessionstate check --profile quick), then HypoFuzz", flush=True)  # fmt: skip
+    started = time.time()
+    with tempfile.TemporaryDirectory(prefix="sessionstate-fuzz-quick-") as scratch:
+        report = Path(scratch) / "quick.json"
+        check = CheckOptions(
+            target=options.target, profile="quick", clauses=list(options.clauses),
+            database=spec, workers=workers, report_json=str(report), strict=options.strict,
+            pytest_args=list(options.pytest_args),
+        )  # fmt: skip
+        status = run_check(check)
+        failed = _failed_tests(report)
+    elapsed = time.time() - started
+    sys.stdout.flush()
+    if status == EXIT_OK:
+        print(f"quick pass: no failure in {elapsed:.0f} s; fuzzing for {options.seconds:g} s",
+              flush=True)  # fmt: skip
+        return None
+    if status == EXIT_FAILED and failed:
+        print(f"sessionstate fuzz: {failed[0]} failed after {elapsed:.0f} s, in the quick pass "
+              "(the check's report is above; Hypothesis saved its failing cases in the "
+              "database)")  # fmt: skip
+    return status
+
+
+def _failed_tests(report: Path) -> list[str]:
+    """The node ids of the failed tests in a check's JSON report (none if unreadable),
+    those with a Hypothesis case to replay (a ``reproduce`` blob) first."""
+    try:
+        results = json.loads(report.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    failed = [t for t in results.get("tests", []) if t.get("outcome") == "failed"]
+    failed.sort(key=lambda t: not t.get("reproduce"))
+    return [str(t["nodeid"]) for t in failed]
 
 
 @dataclass

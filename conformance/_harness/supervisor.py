@@ -41,7 +41,7 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -55,6 +55,7 @@ from sessionstate.conformance._harness.bounds import (
 )
 from sessionstate.conformance._harness.exit_policy import EXIT_INFRASTRUCTURE, EXIT_USAGE
 from sessionstate.conformance._harness.journal import JournalReader
+from sessionstate.conformance._harness.progress import GroupProgress
 from sessionstate.conformance._harness.runner import CheckOptions, finish_check
 from sessionstate.conformance.subject import UsageError
 
@@ -118,8 +119,7 @@ def validate_in_child(options: CheckOptions) -> None:
         spec = {"options": asdict(options), "files": {k: str(v) for k, v in files.items()},
                 "test_seconds": None, "skip_ids": None, "validate_only": True}  # fmt: skip
         files["spec"].write_text(json.dumps(spec), encoding="utf-8")
-        command = _child_command()
-        process = subprocess.Popen([*command, str(files["spec"])], start_new_session=True)
+        process = spawn_child(files["spec"])
         try:
             code: int | None = process.wait(STARTUP_SECONDS)
         except subprocess.TimeoutExpired:
@@ -188,6 +188,7 @@ class _Run:
         self.journal = self.scratch / "journal"
         self.journal.mkdir()
         self.reader = JournalReader(self.journal)
+        self.progress = GroupProgress(sys.stdout)
 
     # -- the attempts ---------------------------------------------------------------
 
@@ -235,8 +236,7 @@ class _Run:
         if skip:
             files["skip"].write_text(json.dumps(sorted(skip)), encoding="utf-8")
         files["spec"].write_text(json.dumps(spec), encoding="utf-8")
-        command = _child_command()
-        process = subprocess.Popen([*command, str(files["spec"])], start_new_session=True)
+        process = spawn_child(files["spec"])
         self.child = _Child(process, files, time.monotonic())
         return self.child
 
@@ -304,6 +304,8 @@ class _Run:
         for nodeid in crashes:  # after the starts read with them, from the workers' files
             pid = self.started_by.get(nodeid, 0)
             self._crashed(pid, nodeid, None, xdist=self.crashes[nodeid])
+        if not self.options.reproduce:
+            self.progress.update(self.collected, [*self.records.values(), *self.own.values()])
 
     def _cut_off(self, child: _Child, pid: int, nodeid: str) -> None:
         """``nodeid`` ran past its bound in process ``pid``: record it, kill the process."""
@@ -495,6 +497,19 @@ class _Run:
 
 
 # -- helpers ------------------------------------------------------------------------
+
+
+def _spawn(spec: Path) -> subprocess.Popen[bytes]:
+    """``python -m`` the child entry on ``spec``, in a session (process group) of its own."""
+    return subprocess.Popen([*_child_command(), str(spec)], start_new_session=True)
+
+
+#: How a child process is started: ``_spawn`` (a fresh interpreter). Only the project's
+#: own tests replace it, with a fork of an interpreter that has imported torch, pytest and
+#: Hypothesis already (tests/zoo/forkserver.py): the child then runs the same ``child.main``
+#: on the same spec, minus the imports. What it returns needs ``pid``, ``returncode``,
+#: ``poll()`` and ``wait(timeout)`` as ``subprocess.Popen`` has them.
+spawn_child: Callable[[Path], subprocess.Popen[bytes]] = _spawn
 
 
 def _child_command() -> list[str]:

@@ -45,7 +45,8 @@ from sessionstate.conformance._model.manager import (
     suspect,
 )
 from sessionstate.conformance._model.memory import Held, derivations
-from sessionstate.conformance.checks import calling, check_bytes, check_equal
+from sessionstate.conformance._report.text import short_repr
+from sessionstate.conformance.checks import calling, check, check_bytes, check_equal
 from sessionstate.conformance.strategies import TRICKY_SESSION_IDS
 
 __all__ = [
@@ -432,10 +433,17 @@ class ManagerMachine(RuleBasedStateMachine):
         return f"{call}; {self.model.describe()}"
 
     def _expect(
-        self, what: str, observed: object, expected: object, clause: str, when: str
+        self,
+        what: str,
+        observed: object,
+        expected: object,
+        clause: str,
+        when: str,
+        plain: Callable[[], str] | None = None,
     ) -> None:
         """Fail unless ``observed == expected``, naming the clause of a suspect that explains
-        the whole trace if one does, else ``clause``."""
+        the whole trace if one does, else ``clause``. ``plain()``, when given, says what is
+        wrong in words (else ``what=observed, but should be expected``)."""
         __tracebackhide__ = True
         if observed != expected:
             self._probe_all()
@@ -443,6 +451,8 @@ class ManagerMachine(RuleBasedStateMachine):
             clause = suspect(self.model.max_sessions, self.trace, learned) or clause
             if clause in ("LRU-3", "LRU-4"):
                 clause = self._drop_damage() or clause
+            if plain is not None:
+                check(False, clause, f"{plain()} ({self._when(when)})")
             check_equal(observed, expected, clause, what, self._when(when))
 
     def _drop_damage(self) -> str | None:
@@ -502,7 +512,10 @@ class ManagerMachine(RuleBasedStateMachine):
         observed = [i for i in probe if present[i]]
         expected = [i for i in probe if self.model.contains(i)]
         clause, when = default(observed), f"after {call}"
-        self._expect(f"ids in manager among the absent {probe}", observed, expected, clause, when)
+        self._expect(
+            "ids in manager", observed, expected, clause, when,
+            lambda: _absent_ids_message(observed, expected),
+        )  # fmt: skip
         self._expect("len(manager)", size, len(self.model.table), clause, when)
 
     def _check_identity(self, obj: object, expected: SessionModel, when: str) -> None:
@@ -687,3 +700,24 @@ def replay(subject: Any, max_sessions: int, program: Sequence[tuple[str, Hashabl
             raise ValueError(f"step {method!r} is not one of {REPLAYABLE}")
         getattr(machine, method)(session_id=session_id)
         machine.check_at_rest()
+
+
+def _absent_ids_message(observed: list[object], expected: list[object]) -> str:
+    """What ``session_id in manager`` got wrong, in words: the ids it says the manager
+    holds that the spec says it must not (evicted, dropped, or never created), and those
+    it says are gone that the manager must hold."""
+    extra = [i for i in observed if i not in expected]
+    missing = [i for i in expected if i not in observed]
+    parts = []
+    if extra:
+        ids, them = ", ".join(short_repr(i) for i in extra), "it" if len(extra) == 1 else "them"
+        parts.append(
+            f"the manager still holds session {ids} ('in manager' is True), but should not "
+            f"hold {them}: by the spec {them} {'was' if len(extra) == 1 else 'were'} evicted, "
+            "dropped or never created"
+        )
+    if missing:
+        ids = ", ".join(short_repr(i) for i in missing)
+        parts.append(f"the manager does not hold session {ids} ('in manager' is False), "
+                     "which it should")  # fmt: skip
+    return "; ".join(parts)

@@ -14,7 +14,9 @@ from typing import Any
 from sessionstate.conformance._report.text import markdown_cell, terminal_text
 from sessionstate.conformance.clauses import all_clauses
 
-__all__ = ["clip", "markdown", "ordered", "styled_table", "summary_lines", "table_lines"]
+__all__ = [
+    "clip", "markdown", "ordered", "start_lines", "styled_table", "summary_lines", "table_lines",
+]  # fmt: skip
 
 #: How much of a clause's note a table row shows (the whole note is in the JSON).
 NOTE_WIDTH = 90
@@ -54,6 +56,35 @@ def _header(results: dict[str, Any], escape: Callable[[object], str]) -> list[st
         f"devices: {devices}" + (f" (left out: {left_out})" if left_out else ""),
         f"capabilities: {capabilities or '(none)'}",
         *(hooks_line if hooks else []),
+    ]
+
+
+def start_lines(
+    facts: dict[str, Any],
+    target: str,
+    profile: str,
+    seed: int | None,
+    database: str | None,
+    test_seconds: float | None,
+) -> list[str]:
+    """What ``sessionstate check`` prints before its first test: the subject and target,
+    the profile, the devices, the example database, the capabilities and each test's
+    bound, so that a long run says at once what it is checking."""
+    env = facts["environment"]
+    devices = ", ".join(
+        terminal_text(d["name"]) + (" (simulated)" if d["simulated"] else "")
+        for d in env["devices"]
+    )
+    left_out = ", ".join(terminal_text(d) for d in env.get("devices_left_out") or [])
+    capabilities = ", ".join(terminal_text(c) for c in facts["capabilities"])
+    order = f"seed {seed}" if seed is not None else "derandomized"
+    bound = f"each test cut off after {test_seconds:g} s" if test_seconds else "tests unbounded"
+    return [
+        f"sessionstate check: {terminal_text(facts['subject'])} ({terminal_text(target)})",
+        f"  profile {terminal_text(profile)}, {order}; {bound}",
+        f"  devices: {devices}" + (f" (left out: {left_out})" if left_out else ""),
+        f"  database: {terminal_text(database) if database else '(none)'}",
+        f"  capabilities: {capabilities or '(none)'}",
     ]
 
 
@@ -117,7 +148,7 @@ def styled_table(results: dict[str, Any]) -> list[tuple[str, str]]:
     """``table_lines`` with what each line is, for colouring: a row's clause outcome,
     ``"warning"``, ``"verdict"``, or ``""`` for the header and rules."""
     lines = [(line, "") for line in [*_header(results, terminal_text), "-" * 78]]
-    head = f"{'clause':<10} {'level':<7} {'outcome':<9} {'tests':>5} {'seconds':>8}  note"
+    head = f"{'clause':<10} {'level':<7} {'outcome':<9} {'tests':>5} {'test s':>8}  note"
     lines.append((head, ""))
     for cid, clause in ordered(results):
         note = clause["message"] if clause["outcome"] != "passed" else ""
@@ -127,6 +158,9 @@ def styled_table(results: dict[str, Any]) -> list[tuple[str, str]]:
         )
         lines.append((row.rstrip(), clause["outcome"]))
     lines.append(("-" * 78, ""))
+    summed = _summed_note(results)
+    if summed:
+        lines.append((summed, ""))
     should = [
         cid
         for cid, c in results["clauses"].items()
@@ -162,6 +196,19 @@ def styled_table(results: dict[str, Any]) -> list[tuple[str, str]]:
     return lines
 
 
+def _summed_note(results: dict[str, Any]) -> str:
+    """What the ``test s`` column is, when its figures add up to more than the run's wall
+    time (they always may: a test counts under each clause it checks, and ``-n`` runs
+    tests side by side); ``""`` otherwise."""
+    total = sum(float(c["seconds"]) for c in results["clauses"].values())
+    wall = float(results.get("seconds") or 0)
+    if total <= wall:
+        return ""
+    return (f"test s: the time of the tests that check each clause; a test counts under every "
+            f"clause it checks and -n runs tests side by side, so the column sums to "
+            f"{total:.1f} s, more than the run's {wall:.1f} s of wall time")  # fmt: skip
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The summary as a Markdown document, e.g. for a CI job summary."""
     icon = {
@@ -181,7 +228,7 @@ def markdown(results: dict[str, Any]) -> str:
     out += [f"- {line}" for line in _header(results, markdown_cell)]
     out += [
         "",
-        "| clause | level | outcome | tests | seconds | note |",
+        "| clause | level | outcome | tests | test s | note |",
         "|---|---|---|---|---|---|",
     ]
     for cid, clause in ordered(results):

@@ -118,11 +118,13 @@ def _add_fuzz(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     fuzz = commands.add_parser(
         "fuzz",
         help="fuzz the suite's properties against a subject (HypoFuzz, the [fuzz] extra)",
-        description="Run the suite's properties under HypoFuzz for --seconds or until a "
-        "failure, saving what it finds in an example database. Exit 0: nothing found (the "
-        "examples run per clause group are printed), or only a SHOULD clause failed (a "
-        "warning, as for 'check'); 1: a clause failed (reported as 'sessionstate check' "
-        "reports it, by the same exit policy); 2: usage error (--seconds must be finite and above "
+        description="First run every selected test once at the quick profile (as 'sessionstate "
+        "check --profile quick' does), then the suite's properties under HypoFuzz for "
+        "--seconds or until a failure, saving what it finds in an example database. Exit 0: "
+        "nothing found (the examples run per clause group are printed), or only a SHOULD "
+        "clause failed (a warning, as for 'check'); 1: a clause failed (reported as "
+        "'sessionstate check' reports it, by the same exit policy); 2: usage error (--seconds "
+        "must be finite and above "
         "0); 3: no example ran (give more --seconds), or the subject's code ended the "
         "process; 4: the example database cannot be reached or failed; 130, 143, 129: "
         "interrupted by SIGINT, SIGTERM, SIGHUP. Arguments after '--' go to pytest.",
@@ -138,15 +140,15 @@ def _add_fuzz(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         type=float,
         default=600,
         metavar="N",
-        help="stop after N seconds when nothing was found (default 600)",
+        help="fuzz for N seconds after the quick pass when nothing was found (default 600)",
     )
     fuzz.add_argument(
         "-n",
         dest="workers",
         type=_positive_int,
-        default=1,
+        default=None,
         metavar="N",
-        help="fuzz in N processes (default 1)",
+        help="fuzz in N processes (default: the CPUs this process may use)",
     )
     fuzz.add_argument(
         "--database",
@@ -167,6 +169,13 @@ def _add_fuzz(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="a SHOULD clause's failure fails the run too (exit 1), as for 'check --strict'",
     )
     fuzz.add_argument(
+        "--no-quick-pass",
+        dest="quick_pass",
+        action="store_false",
+        help="start HypoFuzz at once, without running every selected test at the quick "
+        "profile first",
+    )
+    fuzz.add_argument(
         "--dashboard", action="store_true", help="serve HypoFuzz's live dashboard while fuzzing"
     )
     fuzz.add_argument(
@@ -175,13 +184,14 @@ def _add_fuzz(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 
 def _fuzz(args: argparse.Namespace, passthrough: list[str]) -> int:
-    from sessionstate.conformance._harness.fuzz import FuzzOptions, run_fuzz
+    from sessionstate.conformance._harness.fuzz import FuzzOptions, run_fuzz, usable_cores
     from sessionstate.conformance.subject import DEFAULT_TARGET
 
+    workers = usable_cores() if args.workers is None else args.workers
     options = FuzzOptions(
-        target=args.target or DEFAULT_TARGET, seconds=args.seconds, workers=args.workers,
+        target=args.target or DEFAULT_TARGET, seconds=args.seconds, workers=workers,
         database=args.database, clauses=args.clause, dashboard=args.dashboard, port=args.port,
-        pytest_args=passthrough, strict=args.strict,
+        pytest_args=passthrough, strict=args.strict, quick_pass=args.quick_pass,
     )  # fmt: skip
     return run_fuzz(options)
 

@@ -511,7 +511,8 @@ def test_a_database_failing_mid_run_exits_4_in_one_line(
         command += ["--profile", "quick", "--report-json", str(report)]
         command += ["-n", str(case.workers)] if case.workers else []
     else:
-        command += ["--seconds", "600", "-n", str(case.workers)]
+        # HypoFuzz's own handling of the outage: no quick pass (a check, covered above).
+        command += ["--seconds", "600", "-n", str(case.workers), "--no-quick-pass"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, cwd=tmp_path, env=env)  # fmt: skip
     try:

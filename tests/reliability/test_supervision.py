@@ -355,7 +355,7 @@ def test_fuzz_leaves_no_hypofuzz_behind(tmp_path: Path, signum: int, status: int
     handler sees, is answered by the reaper."""
     pytest.importorskip("hypofuzz")
     command = [sys.executable, "-m", "sessionstate", "fuzz", "--seconds", "600", "--clause",
-               "KEY-1", "--database", str(tmp_path / "db")]  # fmt: skip
+               "KEY-1", "--no-quick-pass", "--database", str(tmp_path / "db")]  # fmt: skip
     process = subprocess.Popen(
         command, cwd=tmp_path, env=_env(tmp_path, {}), stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, text=True,

@@ -3,7 +3,9 @@
 Each run is a separate ``sessionstate check`` process selecting only the
 clauses the subject must fail, so the test is xdist-friendly and a run stays
 short. SHOULD-only subjects run with ``--strict``, which is what makes a
-SHOULD failure decide the verdict.
+SHOULD failure decide the verdict. The first subject of each group (its name's
+prefix) runs through the console script, as a user runs it; the others through the
+fork server (``conftest.run_check``), the same command without a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -24,6 +26,14 @@ BASELINE = "sessionstate.fixtures.zoo._kit:baseline"
 HEAP_BASELINE = "sessionstate.fixtures.zoo._heap_kit:heap_baseline"
 
 
+def _group(entry: ZooEntry) -> str:
+    return entry.name.partition("_")[0]
+
+
+#: One subject per group (the first, in ZOO's order) is checked through the console script.
+VERBATIM = {next(e.name for e in ZOO if _group(e) == g) for g in {_group(e) for e in ZOO}}
+
+
 def _should_only(entry: ZooEntry) -> bool:
     return all(all_clauses()[cid].level == "SHOULD" for cid in entry.kills)
 
@@ -36,12 +46,13 @@ def test_zoo_subject_fails_its_clauses(entry: ZooEntry, run_check: Any) -> None:
     single-bug subject is caught by the smallest search too (SPEC: every profile)."""
     # Only the declared clauses' tests run: the detection benchmark covers whole groups.
     strict = _should_only(entry)
-    run = run_check(entry.target, entry.kills, strict=strict, profile="quick")
+    verbatim = entry.name in VERBATIM
+    run = run_check(entry.target, entry.kills, strict=strict, profile="quick", verbatim=verbatim)
     assert run.report["verdict"] == "non-conformant", f"{entry.bug}\n{run.describe()}"
     if set(run.outcomes(entry.kills).values()) != {"failed"}:
         # A program may stop at another clause first; the default profile's shrunk
         # program is what an implementer would see.
-        run = run_check(entry.target, entry.kills, strict=strict, profile="ci")
+        run = run_check(entry.target, entry.kills, strict=strict, profile="ci", verbatim=verbatim)
     assert run.report["verdict"] == "non-conformant", f"{entry.bug}\n{run.describe()}"
     assert run.returncode == 1, run.describe()
     assert run.outcomes(entry.kills) == dict.fromkeys(entry.kills, "failed"), (
@@ -62,7 +73,7 @@ def _untagged_failures(run: Any) -> list[str]:
 
 
 def _clean_pass(target: str, run_check: Any) -> None:
-    run = run_check(target)
+    run = run_check(target, verbatim=True)
     bad = {cid: o for cid, o in run.outcomes().items() if o not in ("passed", "skipped")}
     assert (run.report["verdict"], bad) == ("conformant", {}), run.describe()
     assert run.returncode == 0, run.describe()
@@ -84,6 +95,13 @@ def test_heap_kit_baseline_passes_every_clause(run_check: Any) -> None:
     of hits and bursts of misses, and the histories at capacity, fail no correct design
     of that kind (a false-positive check)."""
     _clean_pass(HEAP_BASELINE, run_check)
+
+
+def test_every_group_has_a_subject_checked_verbatim() -> None:
+    """The fork server saves start-up, never coverage of the route users take: each
+    group's first subject goes through the console script."""
+    assert {_group(e) for e in ZOO} == {n.partition("_")[0] for n in VERBATIM}
+    assert len(VERBATIM) == len({_group(e) for e in ZOO})
 
 
 def test_registry_lists_every_zoo_module() -> None:
