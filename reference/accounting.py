@@ -264,12 +264,12 @@ class _Walk:
             # size (no address, not values()'s storage), so counting it would count the
             # values twice beside n.values() and the offsets never.
             try:
-                parts = _nested_components(tensor)
+                components = _nested_components(tensor)
             except (AttributeError, NotImplementedError, RuntimeError):
-                parts = []  # a nested layout this torch builds otherwise: its storage below
-            for part in parts:
+                components = []  # a nested layout this torch builds otherwise: its storage below
+            for part in components:
                 self.tensor(part)
-            if parts:
+            if components:
                 return
         try:
             storage = tensor.untyped_storage()
