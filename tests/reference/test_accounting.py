@@ -420,6 +420,43 @@ class TestDeviceBytesSparse:
         monkeypatch.setattr(accounting, "_nested_components", unreadable)
         nested = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)], layout=torch.jagged)
         assert device_bytes(nested, set()) == {"cpu": 20}
+        # Its storage has no address (torch gives none): told apart by identity, before
+        # and after host memory is counted by address range (a NumPy array starts that).
+        seen: SeenStorages = set()
+        assert device_bytes(nested, seen) == {"cpu": 20}
+        assert device_bytes([np.zeros(2), nested], seen) == {"cpu": 16}
+        other = torch.nested.nested_tensor([torch.zeros(1)], layout=torch.jagged)
+        assert device_bytes([other, nested], seen) == {"cpu": 4}
+        assert device_bytes([np.zeros(1), nested, other], seen) == {"cpu": 8}
+
+    def test_host_ranges_another_call_started_mid_walk_are_shared(self) -> None:
+        """A Mapping whose values() counts into the same seen starts its ranges while the
+        outer walk is under way: the outer walk then uses those ranges, not new ones."""
+        seen: SeenStorages = set()
+        inner = np.zeros(3)
+
+        class Counting(Mapping[str, object]):
+            def __getitem__(self, key: str) -> object:
+                raise KeyError(key)
+
+            def __iter__(self) -> Iterator[str]:
+                return iter(())
+
+            def __len__(self) -> int:
+                return 0
+
+            def values(self) -> Any:
+                assert device_bytes(inner, seen) == {"cpu": 24}
+                return []
+
+        assert device_bytes([inner, np.zeros(2), Counting()], seen) == {"cpu": 16}
+
+    def test_an_opaque_tensor_counted_before_host_ranges_stays_counted_once(self) -> None:
+        """Address ranges start after an mkldnn tensor was counted: it is not a storage
+        (no range of its own) and still counts once."""
+        opaque, seen = torch.zeros(3, 4).to_mkldnn(), set()
+        assert device_bytes(opaque, seen) == {"cpu": 48}
+        assert device_bytes([np.zeros(2), opaque], seen) == {"cpu": 16}
 
 
 class TestAliasesOfOneAllocation:
