@@ -5,10 +5,13 @@ sessions are not counted" needs an evicted session that holds bytes, STATS-2's
 "total_nbytes is their sum" with sharing needs two table sessions sharing a
 storage, DROP-3's "the order of the others" needs an eviction after a drop. This
 runs each machine against the reference under each profile and counts, over all
-at-rest checks, how many were in each state. Writes bench/results-reachability.json
-(rendered into BENCHMARKS.md by render.py).
+at-rest checks, how many were in each state. It also counts, over drawn inputs, how
+many exercise each Python rule the ENV and KEY clauses rest on
+(``conformance.input_reach``: MAX_SESSIONS values per ``int()`` rule, groups of ids
+per KEY family). Writes bench/results-reachability.json (rendered into
+BENCHMARKS.md by render.py).
 
-    python bench/reachability.py [--profiles quick ci]
+    python bench/reachability.py [--profiles quick ci] [--examples 1000] [--inputs-only]
 """
 
 from __future__ import annotations
@@ -22,8 +25,14 @@ from typing import Any
 from hypothesis.stateful import invariant, run_state_machine_as_test
 
 from sessionstate.conformance._harness.profiles import load_profile
-from sessionstate.conformance._machine.manager import ContentsMachine, CrowdedMachine
+from sessionstate.conformance._machine.manager import (
+    ContentsMachine,
+    CrowdedMachine,
+    ManagerMachine,
+    OrderMachine,
+)
 from sessionstate.conformance._model.manager import SessionModel
+from sessionstate.conformance.input_reach import ID_FAMILIES, MAX_RULES, id_reach, max_value_reach
 from sessionstate.fixtures.reference_subject import subject
 
 HERE = Path(__file__).resolve().parent
@@ -101,15 +110,70 @@ def measure(profile: str) -> dict[str, dict[str, int]]:
     return results
 
 
+def measure_inputs(examples: int) -> dict[str, Any]:
+    """The ENV and KEY input reach over ``examples`` draws each, rules in table order."""
+    values, ids = max_value_reach(examples), id_reach(examples)
+    return {
+        "examples": examples,
+        "MAX_SESSIONS values": {"total": values["values"], **{r: values[r] for r in MAX_RULES}},
+        "groups of ids": {"total": ids["groups"], **{f: ids[f] for f in ID_FAMILIES}},
+    }
+
+
+#: The step counts and example counts of the profiles, for ``reach_runs.program_reach``.
+PROFILE_SIZES = {
+    "quick": {"max_examples": 15, "stateful_step_count": 20},
+    "ci": {"max_examples": 60, "stateful_step_count": 30},
+}
+HISTORIES_PER_KIND = 100
+
+
+def measure_runs(profiles: list[str]) -> dict[str, Any]:
+    """Long runs of hits then evictions per LRU program, and a hit beside a miss at
+    capacity per threaded history (``reach_runs``): [reached, total] each."""
+    import reach_runs
+
+    programs = {
+        profile: {
+            machine.__name__: list(
+                reach_runs.program_reach(machine, subject, **PROFILE_SIZES[profile])
+            )
+            for machine in (ManagerMachine, OrderMachine)
+        }
+        for profile in profiles
+        if profile in PROFILE_SIZES
+    }
+    histories = {
+        kind: list(reach_runs.history_reach(subject, kind, HISTORIES_PER_KIND))
+        for kind in reach_runs.HISTORIES
+    }
+    return {"programs": programs, "histories": histories}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profiles", nargs="+", default=["quick", "ci"])
+    parser.add_argument("--examples", type=int, default=1000)
+    parser.add_argument(
+        "--inputs-only", action="store_true", help="measure the inputs, keep the machines' figures"
+    )
     args = parser.parse_args()
-    data = {"states": STATES, "profiles": {p: measure(p) for p in args.profiles}}
-    (HERE / "results-reachability.json").write_text(json.dumps(data, indent=2) + "\n")
+    results = HERE / "results-reachability.json"
+    if args.inputs_only and results.exists():
+        data = json.loads(results.read_text())
+        data["inputs"] = measure_inputs(args.examples)
+    else:
+        data = {
+            "states": STATES,
+            "profiles": {p: measure(p) for p in args.profiles},
+            "runs": measure_runs(args.profiles),
+            "inputs": measure_inputs(args.examples),
+        }
+    results.write_text(json.dumps(data, indent=2) + "\n")
     for profile, machines in data["profiles"].items():
         for name, counts in machines.items():
             print(profile, name, counts)
+    print(data["inputs"])
 
 
 if __name__ == "__main__":

@@ -104,6 +104,43 @@ def reachability_section(data: dict[str, Any]) -> list[str]:
                      for k in states]  # fmt: skip
             lines.append(f"| {profile} | {name} | {total} | " + " | ".join(cells) + " |")
     lines += ["", *[f"- *{k}*: {v}" for k, v in states.items()]]
+    if "inputs" in data:
+        lines += inputs_section(data["inputs"])
+    return lines
+
+
+def inputs_section(inputs: dict[str, Any]) -> list[str]:
+    """How many drawn ENV and KEY inputs exercise each Python rule their clauses rest on."""
+    lines = ["", "### Reach of the ENV and KEY inputs", "",
+             f"Of {inputs['examples']} derandomised draws of each strategy, how many exercise "
+             "each rule (`conformance/input_reach.py`; `tests/conformance/test_input_reach.py` "
+             "holds each share above a floor):"]  # fmt: skip
+    for kind in ("MAX_SESSIONS values", "groups of ids"):
+        counts = dict(inputs[kind])
+        total = counts.pop("total")
+        lines += ["", f"| {kind} ({total}) | " + " | ".join(counts) + " |",
+                  "|---" * (len(counts) + 1) + "|",
+                  "| share | " + " | ".join(f"{100 * n / max(total, 1):.1f} %"
+                                            for n in counts.values()) + " |"]  # fmt: skip
+    return lines
+
+
+def runs_section(runs: dict[str, Any]) -> list[str]:
+    """How often LRU programs hold long runs of hits then evictions, and threaded histories
+    a hit beside a miss at capacity (bench/reach_runs.py)."""
+
+    def share(pair: list[int]) -> str:
+        return f"{pair[0]}/{pair[1]} ({100 * pair[0] / max(pair[1], 1):.0f} %)"
+
+    lines = ["", "## Reachability of long runs and races at capacity", "",
+             "LRU programs (against the reference) holding 16 hits on at most 3 sessions, then "
+             "2 evictions; threaded histories in which a hit and a miss on a full table overlap "
+             "(`python bench/reachability.py`, `bench/reach_runs.py`):", "",
+             "| profile | machine | programs reaching |", "|---|---|---|"]  # fmt: skip
+    for profile, machines in runs.get("programs", {}).items():
+        lines += [f"| {profile} | {name} | {share(pair)} |" for name, pair in machines.items()]
+    lines += ["", "| histories | reaching |", "|---|---|"]
+    lines += [f"| {kind} | {share(pair)} |" for kind, pair in runs.get("histories", {}).items()]
     return lines
 
 
@@ -195,6 +232,8 @@ def main() -> None:
     reachability = _load("reachability")
     if reachability:
         lines += reachability_section(reachability)
+        if "runs" in reachability:
+            lines += runs_section(reachability["runs"])
     notes = HERE / "history.md"  # hand-written: before/after figures and what changed them
     if notes.exists():
         lines += ["", notes.read_text(encoding="utf-8").strip()]

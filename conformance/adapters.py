@@ -190,7 +190,8 @@ class AdapterFactory(Protocol):
 class AdapterSpec:
     """How to validate one model adapter against its bespoke state class.
 
-    ``bespoke_factory()`` builds the model's own state for one session;
+    ``bespoke_factory()`` builds the model's own state for one session: the oracle
+    every result and observed value of the adapter is compared with (ADAPT-1..6);
     ``adapter_factory(manager=..., session_id=...)`` builds an adapter, once per
     forward, by keyword: upstream's adapters take ``(session_id, manager)`` and can be
     passed as they are, a lambda taking either order works too; ``operations`` are the calls to generate; ``observe`` names

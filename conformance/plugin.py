@@ -184,6 +184,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(error)) from None
     call_timeout = _call_timeout(config)
     _RECORDS.clear()
+    _OTHERS_FAILED.clear()
     _STOPPED.clear()
     _INFRASTRUCTURE.clear()
     _open_journal(config)
@@ -347,8 +348,13 @@ def pytest_collection(session: pytest.Session) -> None:
     names: Sequence[str] | None
     names = [n.strip() for n in option.split(",") if n.strip()] if option else None
     source = "--sessionstate-devices"
+    subject = load_configured_subject(config)
+    from sessionstate.conformance._harness.own_hooks import no_own_hook
+
+    refusal = no_own_hook(subject, _state(config)["target"])  # the unedited init template
+    if refusal:
+        raise pytest.UsageError(refusal)
     if names is None:
-        subject = load_configured_subject(config)
         names, source = subject.devices, f"subject {subject.name!r}: devices"
     try:
         select_devices(names)
@@ -698,15 +704,13 @@ def _apply_capabilities(
     # Automatic for every test: a clause that needs a capability the subject
     # does not declare is skipped, naming both (a forgotten per-test
     # decorator broke SQLAlchemy's third-party dialects, #5841).
+    from sessionstate.conformance._harness.applicability import capability_reason
+
     for cid in ids:
         missing = sorted(known[cid].requires - subject.capabilities)
         if missing:
-            item.add_marker(
-                pytest.mark.skip(
-                    reason=f"{cid} needs capability {missing[0]!r}, which subject "
-                    f"{subject.name!r} does not declare"
-                )
-            )
+            reason = capability_reason(cid, missing[0], subject.name)
+            item.add_marker(pytest.mark.skip(reason=reason))
             return
 
 
@@ -786,7 +790,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return
     failed: list[str] = []
     mine: list[tuple[str, str]] = []
-    if call.excinfo is not None and report.failed:
+    # An expectations entry's xfail: its message too, for the reason's note (its clauses are
+    # xfailed as a whole, as before, so none is named failed).
+    xfailed = call.excinfo is not None and hasattr(report, "wasxfail") and not report.failed
+    if call.excinfo is not None and (report.failed or xfailed):
         from sessionstate.conformance._harness.watchdog import Hang
         from sessionstate.conformance.checks import clauses_of
 
@@ -798,6 +805,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # errors get their type so "KeyError('a')" is not just "'a'".
         message = first if failed else f"{type(error).__name__}: {first}"
         mine.append(("sessionstate_message", message))
+        failed = [] if xfailed else failed
     mine += [
         ("sessionstate_clauses", json.dumps(ids)),
         ("sessionstate_failed_clauses", json.dumps(failed)),
@@ -843,12 +851,21 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             message = str(report.longrepr).strip().splitlines()[0]
             _CRASHED[report.nodeid] = message
             _journal("crash", nodeid=report.nodeid, message=message)
+        elif report.failed:
+            _OTHERS_FAILED.append(report.nodeid)  # the caller's own test, run beside the suite
         return
     if report.when != "call" and not (report.failed or report.skipped):
         return
-    outcome = "xfailed" if hasattr(report, "wasxfail") else report.outcome
+    outcome: str = report.outcome
     message = ""
-    if report.failed:
+    if hasattr(report, "wasxfail"):  # an expectations entry's xfail: its reason goes along
+        from sessionstate.conformance._harness.expectations import expected_outcome
+
+        failure = ""
+        if not report.passed:
+            failure = props.get("sessionstate_message") or _first_line_of_failure(report)
+        outcome, message = expected_outcome(str(report.wasxfail), failure)
+    elif report.failed:
         message = props.get("sessionstate_message") or _first_line_of_failure(report)
     elif report.skipped and isinstance(report.longrepr, tuple):
         message = str(report.longrepr[2])
@@ -868,6 +885,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 _RECORDS: list[dict[str, Any]] = []
+#: Node ids of the caller's own tests (no clause) that failed in this run.
+_OTHERS_FAILED: list[str] = []
 #: How the example database failed in this run (``database.merge_faults``), by database.
 _INFRASTRUCTURE: dict[str, dict[str, Any]] = {}
 
@@ -978,6 +997,7 @@ def _how_it_ended(session: pytest.Session, exitstatus: int) -> dict[str, Any]:
         "tests_collected": len(collected) if collected else state["collected_count"],
         "unfinished": unfinished,
         "unfinished_why": note,
+        "reproduce": reproduce,
     }
 
 
@@ -1021,6 +1041,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         strict=config.getoption("--sessionstate-strict"), facts=_json_facts(config), run=run,
     )  # fmt: skip
     state["results"] = payload  # for the clause table in the terminal summary
+    if not config.getoption("--sessionstate-journal"):  # under `check`, its supervisor's
+        from sessionstate.conformance._harness.exit_policy import session_status
+
+        # One exit policy (exit_policy): the verdict's status, not pytest's "a test failed".
+        session.exitstatus = session_status(payload, exitstatus, bool(_OTHERS_FAILED))
     if path:
         write_text_atomic(path, json.dumps(payload, indent=2) + "\n")
     if junit:

@@ -37,8 +37,10 @@ if TYPE_CHECKING:
     from sessionstate.conformance._model.memory import Allocation, Held
 
 __all__ = [
+    "CONTENTS",
     "RESIDENT_FROM",
     "UNKNOWN_KEYWORD",
+    "LogModel",
     "MemoryModel",
     "ObjectModel",
     "StateObjectSpec",
@@ -80,6 +82,11 @@ class StateObjectSpec:
       ``view()`` with ``include_staged`` omitted, ``True`` and ``False``, plus
       ``observations``: name -> function of the object (or the model), e.g.
       ``{"len(obj)": len}``.
+    * ``contents``, instead of a ``model``: a kind of contents the suite models
+      itself (``CONTENTS``): ``"log"``, the payloads written since ``allocate()``
+      in order (``LogModel``). A spec with neither leaves its contents unchecked:
+      OBJ-9 is then *unchecked* and the verdict incomplete (exit 3), unless an
+      expectations entry skips OBJ-9 with a reason.
     """
 
     name: str
@@ -91,6 +98,14 @@ class StateObjectSpec:
     model: Callable[[], Any] | None = None
     observations: Mapping[str, Callable[[Any], object]] = field(default_factory=dict)
     resident_from: str = "allocate"
+    contents: str | None = None
+
+    def oracle(self) -> Callable[[], Any] | None:
+        """What OBJ-9 checks the object's contents against: the ``model``, else the model
+        of the declared ``contents`` kind, else ``None`` (contents unchecked)."""
+        if self.model is not None:
+            return self.model
+        return CONTENTS[self.contents] if self.contents is not None else None
 
     def __post_init__(self) -> None:
         from hypothesis.strategies import SearchStrategy
@@ -107,6 +122,15 @@ class StateObjectSpec:
                 raise UsageError(f"StateObjectSpec {self.name!r}: {field_name} must be callable")
         if self.model is not None and not callable(self.model):
             raise UsageError(f"StateObjectSpec {self.name!r}: model must be callable or None")
+        if self.contents is not None and self.contents not in CONTENTS:
+            raise UsageError(
+                f"StateObjectSpec {self.name!r}: contents must be one of "
+                f"{', '.join(map(repr, CONTENTS))} or None, got {self.contents!r}"
+            )
+        if self.contents is not None and self.model is not None:
+            raise UsageError(
+                f"StateObjectSpec {self.name!r}: give a model or a contents kind, not both"
+            )
         if not isinstance(self.observations, Mapping) or not all(
             isinstance(k, str) and callable(v) for k, v in self.observations.items()
         ):
@@ -272,7 +296,7 @@ class MemoryModel:
 
 
 class ObjectModel(ABC):
-    """Base of plain models: the StateObject defaults; subclasses add ``allocate``,
+    """Base of plain models (OBJ-9): the StateObject defaults; subclasses add ``allocate``,
     ``commit``, ``view`` and ``reset``.
 
     A model changes nothing observable when it raises (validate, then mutate):
@@ -301,3 +325,50 @@ class ObjectModel(ABC):
 
     def evict(self, policy: object = None) -> None:
         self.reset()
+
+
+class LogModel(ObjectModel):
+    """``contents="log"``: the payloads written since ``allocate()``, in order.
+
+    ``allocate(**sizing)`` empties it; a ``maxlen`` among the keywords (not ``None``)
+    keeps the last ``maxlen`` payloads; any other sizing keyword is the object's own and
+    changes nothing here, but an unknown one (OBJ-7's misuse) or a positional argument
+    raises ``TypeError``, as the object must. ``commit(payload)`` and ``append(payload)``
+    add ``payload`` last; ``commit()`` with no payload adds nothing; a write before
+    ``allocate()`` raises ``RuntimeError``. ``view()`` is a new list of the payloads,
+    the staged one last when ``include_staged`` (the default); ``reset()`` and
+    ``evict()`` empty it until the next ``allocate()`` (``view()`` is then ``[]``).
+    """
+
+    def __init__(self) -> None:
+        self.items: list[Any] | None = None
+        self.maxlen: int | None = None
+
+    def allocate(self, *args: object, **sizing: object) -> None:
+        if args or UNKNOWN_KEYWORD in sizing:
+            raise TypeError("allocate() takes keyword sizing arguments the object knows")
+        maxlen = sizing.get("maxlen")
+        self.items, self.maxlen = [], maxlen if isinstance(maxlen, int) else None
+
+    def commit(self, payload: Any = None) -> None:
+        if payload is not None:
+            self.append(payload)
+
+    def append(self, payload: Any) -> None:
+        if self.items is None:
+            raise RuntimeError("append before allocate()")
+        self.items.append(payload)
+        if self.maxlen is not None and len(self.items) > self.maxlen:
+            del self.items[0]
+
+    def view(self, *, include_staged: bool = True) -> list[Any]:
+        staged = [self.staged] if include_staged and self.staged is not None else []
+        return [*(self.items or ()), *staged]
+
+    def reset(self) -> None:
+        self.items, self.maxlen, self.staged = None, None, None
+
+
+#: The contents kinds a ``StateObjectSpec`` may declare instead of a model, and the
+#: model the suite builds for each (OBJ-9).
+CONTENTS: dict[str, Callable[[], Any]] = {"log": LogModel}

@@ -11,9 +11,12 @@ the labels out for a failure message.
 
 from __future__ import annotations
 
+import unicodedata
 from collections import OrderedDict, UserList, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
 from types import SimpleNamespace
 from typing import Any
 
@@ -31,11 +34,15 @@ from sessionstate.conformance._model.memory import (
 __all__ = [
     "ATTR_NAMES",
     "TRICKY_SESSION_IDS",
+    "FoldedId",
     "Nested",
     "SessionContents",
+    "ShownId",
     "allocations",
     "derived_values",
     "devices",
+    "id_texts",
+    "lookalike_ids",
     "nested_containers",
     "scalars",
     "session_contents",
@@ -53,8 +60,129 @@ TRICKY_SESSION_IDS: tuple[str, ...] = ("it's", "C:\\tmp\tnew\nline", "caf\u00e9 
 
 
 def session_ids(*plain: object) -> st.SearchStrategy[object]:
-    """One of ``plain`` (first, so programs shrink to them), or one of ``TRICKY_SESSION_IDS``."""
-    return st.sampled_from((*plain, *TRICKY_SESSION_IDS))
+    """One of ``plain`` (first, so programs shrink to them), one of ``TRICKY_SESSION_IDS``,
+    or any id ``lookalike_ids`` draws."""
+    return st.one_of(
+        st.sampled_from((*plain, *TRICKY_SESSION_IDS)),
+        lookalike_ids().map(lambda ids: ids[0]),
+    )
+
+
+class ShownId(str):
+    """A ``str`` whose ``str()`` is other text: its key is that text (KEY-2), not its value."""
+
+    shown: str
+
+    def __new__(cls, value: str, shown: str) -> ShownId:
+        made = super().__new__(cls, value)
+        made.shown = shown
+        return made
+
+    def __str__(self) -> str:
+        return self.shown
+
+    def __repr__(self) -> str:
+        return f"ShownId({str.__repr__(self)}, shown={self.shown!r})"
+
+
+class FoldedId(str):
+    """A ``str`` equal to (and hashing as) every text that case-folds alike, as a
+    case-insensitive id type of a web framework is: its key is still ``str()`` of it."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and self.casefold() == other.casefold()
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self.casefold())
+
+    def __repr__(self) -> str:
+        return f"FoldedId({str.__repr__(self)})"
+
+
+#: Kinds of characters of id text: letters that compose or fold (Latin, Greek, Cyrillic
+#: and their compatibility forms), any letter or number, combining marks, spaces and
+#: controls, quotes and backslashes. A kind is drawn first, then a character of it:
+#: Hypothesis merges a union of character strategies into one, where the three quoting
+#: characters would be drawn once in hundreds.
+_ID_CHARS = (
+    st.characters(categories=("Ll", "Lu", "Lt"), max_codepoint=0x24F),
+    st.characters(categories=("L", "N")),
+    st.characters(categories=["Mn"], max_codepoint=0x36F),
+    st.characters(categories=("Zs", "Cc")),
+    st.sampled_from("'\"\\"),
+)
+
+
+@st.composite
+def _id_char(draw: st.DrawFn) -> str:
+    return draw(_ID_CHARS[draw(st.integers(0, len(_ID_CHARS) - 1))])
+
+
+def id_texts() -> st.SearchStrategy[str]:
+    """Non-empty id text, each character of a drawn kind (``_ID_CHARS``)."""
+    return st.lists(_id_char(), min_size=1, max_size=6).map("".join)
+
+
+_FORMS: tuple[Callable[[str], str], ...] = (
+    lambda t: unicodedata.normalize("NFC", t),
+    lambda t: unicodedata.normalize("NFD", t),
+    lambda t: unicodedata.normalize("NFKC", t),
+    lambda t: unicodedata.normalize("NFKD", t),
+    str.upper,
+    str.lower,
+    str.casefold,
+    str.swapcase,
+    str.strip,
+    lambda t: f" {t}",
+    lambda t: f"{t}\u00a0",
+    lambda t: "\t".join(t.split()) or f"{t}\t",
+)
+
+
+@st.composite
+def _text_variants(draw: st.DrawFn) -> list[object]:
+    """Ids whose text differs invisibly: normal forms, case, whitespace, ``str`` subclasses."""
+    text = draw(id_texts())
+    ids: list[object] = [text]
+    for _ in range(draw(st.integers(1, 3))):
+        form = _FORMS[draw(st.integers(0, len(_FORMS) - 1))](text)
+        kind = draw(st.integers(0, 3))
+        if kind == 1:
+            ids.append(FoldedId(form))
+        elif kind == 2:
+            ids.append(ShownId(text, form))
+        elif kind == 3:
+            ids.append(ShownId(form, text))
+        else:
+            ids.append(form)
+    return ids
+
+
+@st.composite
+def _equal_numbers(draw: st.DrawFn) -> list[object]:
+    """Ids Python calls equal (or hashes alike) whose ``str`` differ: ``1``, ``1.0``, ``True``,
+    ``Decimal(1)``, ``Fraction(1)``, ``(1+0j)``; ``-1`` and ``-2`` (one hash in CPython);
+    ``10**20`` and ``1e20``; ``0.0`` and ``-0.0``; and NaNs, each unequal to itself."""
+    value = draw(st.one_of(st.integers(-2, 2), st.integers(2**53, 2**70)))
+    forms: list[object] = [
+        value, float(value), Decimal(value), Fraction(value), complex(value), str(value),
+        value - 1 if value == -1 else value + 1 if value == -2 else -0.0 if value == 0 else value,
+        float("nan"),
+    ]  # fmt: skip
+    if value in (0, 1):
+        forms.append(bool(value))
+    return draw(st.lists(st.sampled_from(forms), min_size=2, max_size=4))
+
+
+def lookalike_ids() -> st.SearchStrategy[list[object]]:
+    """Two to four ids that a careless key function merges or splits: text that differs
+    only invisibly (Unicode normal forms, case, whitespace, ``str`` subclasses with their
+    own ``__str__``, ``__eq__`` or ``__hash__``), or numbers that are equal but print
+    differently. The key of each is ``str(id)`` (KEY-2), or "default" when falsy (KEY-1)."""
+    return st.one_of(_text_variants(), _equal_numbers())
 
 
 def devices() -> st.SearchStrategy[str]:

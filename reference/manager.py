@@ -116,6 +116,7 @@ class SessionStateManager:
                 return sessions[key]
             # The miss path stays inline too: a helper call costs ~0.07x the floor.
             # ADMIT-1, ADMIT-8, ADMIT-11: the flag and the cap in force are read at every miss.
+            # LOCK-6: read under the lock that guards the insert below, never before it.
             if not self.evict_when_full and len(sessions) >= self.max_sessions:
                 # A refused miss changes nothing, counters included (ADMIT-2, ADMIT-3, ADMIT-9).
                 raise admission_refused(key, self.max_sessions)

@@ -12,10 +12,19 @@ capabilities, so no test can forget it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["NOT_APPLICABLE", "NOT_CHECKED", "hooks_needed", "missing_hook"]
+__all__ = [
+    "CONTENTS_NOT_CHECKED",
+    "NOT_APPLICABLE",
+    "NOT_CHECKED",
+    "capability_reason",
+    "declared_skip",
+    "hooks_needed",
+    "missing_hook",
+]
 
 #: The prefix of a skip reason saying that a test cannot run against this subject
 #: (a hook it lacks), as opposed to this machine (no CUDA device).
@@ -23,6 +32,21 @@ NOT_APPLICABLE = "not applicable"
 #: The prefix of a skip reason saying that a focused test never got past another
 #: clause's failure (``checks.focused_on``): its clause is unchecked, not passed.
 NOT_CHECKED = "not checked"
+#: The start of the skip reason of OBJ-9 for a spec with neither a model nor a contents
+#: kind: what the object holds was not checked, which is never a pass.
+CONTENTS_NOT_CHECKED = f"{NOT_CHECKED}: contents"
+
+#: The skip reasons a subject declares by what it leaves out: a hook (``NOT_APPLICABLE``, or
+#: a test's own "subject 'x' has no accounting"), a capability (``capability_reason``), or
+#: an expectations ``skip`` entry ("expected: reason"). Any other skip (no CUDA device on
+#: this machine, no model for an object's contents) leaves a clause that no test ran
+#: unchecked, not skipped: it was not checked, and nothing the subject said excused it.
+_DECLARED = re.compile(
+    rf"^(Skipped: )?({NOT_APPLICABLE}\b|expected: |\S+ needs capability '[^']*', which subject "
+    r"|subject .* has no (manager_factory|config_resolver|accounting|buffer_factory|"
+    r"state_objects|adapters)$)",
+    re.DOTALL,
+)
 
 #: Group (or clause id) -> the Subject fields its tests call. A clause id entry
 #: wins over its group's.
@@ -57,3 +81,17 @@ def missing_hook(subject: Any, clause_ids: Iterable[str]) -> tuple[str, str] | N
             if not getattr(subject, hook):
                 return cid, hook
     return None
+
+
+def capability_reason(clause_id: str, capability: str, subject_name: str) -> str:
+    """The skip reason of a test whose clause needs a capability the subject does not
+    declare (``declared_skip`` knows it)."""
+    return (
+        f"{clause_id} needs capability {capability!r}, which subject {subject_name!r} "
+        "does not declare"
+    )
+
+
+def declared_skip(message: str) -> bool:
+    """Whether a test's skip ``message`` is one the subject declared (see ``_DECLARED``)."""
+    return bool(_DECLARED.match(message))

@@ -24,6 +24,7 @@ __all__ = [
     "Expectation",
     "Expectations",
     "clause_skips",
+    "expected_outcome",
     "first_for_test",
     "parse_expectations",
     "unmatched",
@@ -171,3 +172,23 @@ def parse_expectations(path: str | Path) -> Expectations:
             raise UsageError(f"{where}: unknown clause id {short_repr(target)}")
         entries.append(Expectation(target, kind, reason.strip(), number))
     return entries
+
+
+#: How the plugin marks a test an entry expects to fail: ``pytest.mark.xfail(reason=...)``.
+EXPECTED = "expected: "
+
+
+def expected_outcome(mark_reason: str, failure: str) -> tuple[str, str]:
+    """A test's outcome and note when an ``xfail`` entry named it (``mark_reason``, the
+    reason the plugin gave its xfail mark): ``xfailed`` with the entry's reason (and how it
+    failed) when it failed (``failure``: its first line), else ``xpassed``: the expected
+    failure passed, and the entry is stale."""
+    reason = mark_reason.removeprefix(EXPECTED)
+    if failure:
+        return "xfailed", f"{EXPECTED}{reason} (it failed: {failure})"
+    return "xpassed", xpass_note(reason)
+
+
+def xpass_note(reason: str) -> str:
+    """The note of an expected failure that passed (XPASS), quoting the entry's reason."""
+    return f"expected to fail ({reason}), but passed: remove the expectation"

@@ -7,8 +7,9 @@ reported exactly as ``sessionstate check`` reports it, by ``sessionstate check -
 on the same database: Hypothesis' reuse phase replays the failure HypoFuzz stored and
 shrank, so the clause table and the shrunk program are the check's own.
 
-Exit status: 0 nothing found (the examples run are listed per clause group); 1 a clause
-failed (the check's table follows); 2 misuse (one line: a bad target, clause, database,
+Exit status, by the check's one policy (``exit_policy``): 0 nothing found (the examples run
+are listed per clause group), or only a SHOULD clause failed (a warning unless ``strict``);
+1 a clause failed (the check's table follows); 2 misuse (one line: a bad target, clause, database,
 ``--seconds``, or the ``[fuzz]`` extra missing); 3 incomplete: no example ran (the time
 was up before HypoFuzz's workers started one); 4 infrastructure (one line): the example
 database cannot be reached, or failed while HypoFuzz ran (HypoFuzz is then stopped, and
@@ -43,6 +44,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from sessionstate.conformance._harness.exit_policy import (
+    EXIT_FAILED,
+    EXIT_INCOMPLETE,
+    EXIT_INFRASTRUCTURE,
+    EXIT_OK,
+    EXIT_USAGE,
+)
 from sessionstate.conformance.subject import DEFAULT_TARGET, UsageError
 
 if TYPE_CHECKING:
@@ -50,8 +58,6 @@ if TYPE_CHECKING:
 
 __all__ = ["COUNTS_ENV", "FuzzOptions", "count_examples", "fuzz_arguments", "run_fuzz"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-EXIT_INFRASTRUCTURE = 4
 #: Set by ``sessionstate fuzz`` for HypoFuzz's workers: the folder their counts go to.
 COUNTS_ENV = "SESSIONSTATE_FUZZ_COUNTS"
 DEFAULT_SECONDS = 600
@@ -75,6 +81,8 @@ class FuzzOptions:
     dashboard: bool = False
     port: int = 9999
     pytest_args: list[str] = field(default_factory=list)
+    #: As ``check --strict``: a SHOULD clause's failure fails the replay too.
+    strict: bool = False
 
 
 def validate(options: FuzzOptions) -> str:
@@ -351,17 +359,41 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def _replay(options: FuzzOptions, spec: str) -> int:
+    """Replay what HypoFuzz found with ``sessionstate check --database``: its exit status is
+    the run's, by the one policy (a SHOULD clause's failure is a warning unless ``strict``).
+    A failure that does not fail again on replay is said so, and exits 1."""
     from sessionstate.conformance._harness.runner import CheckOptions, run_check
 
     sys.stdout.flush()
-    status = run_check(
-        CheckOptions(target=options.target, clauses=list(options.clauses), database=spec)
-    )
-    if status == EXIT_OK:
+    with tempfile.TemporaryDirectory(prefix="sessionstate-replay-") as scratch:
+        report = Path(scratch) / "results.json"
+        check = CheckOptions(
+            target=options.target, clauses=list(options.clauses), database=spec,
+            strict=options.strict, report_json=str(report),
+        )  # fmt: skip
+        status = run_check(check)
+        failed = _failed_on_replay(report)
+    if status == EXIT_OK and not failed:
         print("sessionstate fuzz: the failure HypoFuzz found did not fail again when replayed "
               "(a flaky test or subject); see the dashboard or the database", file=sys.stderr)  # fmt: skip
         return EXIT_FAILED
+    if status == EXIT_OK:
+        print(f"sessionstate fuzz: HypoFuzz found {', '.join(failed)} failing, no MUST clause: "
+              "a warning, exit 0 (--strict fails on it)", file=sys.stderr)  # fmt: skip
     return status
+
+
+def _failed_on_replay(report: Path) -> list[str]:
+    """The clauses the replay's results say failed or errored (none: no results)."""
+    try:
+        results = json.loads(report.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [
+        f"{c['level']} clause {cid}"
+        for cid, c in results.get("clauses", {}).items()
+        if c.get("outcome") in ("failed", "error")
+    ]
 
 
 class FailureWatcher:

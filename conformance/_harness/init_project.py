@@ -18,6 +18,8 @@ SUBJECT_TEMPLATE = '''\
 
 Run it:  sessionstate check conformance_subject:subject
 Every field but ``name`` is optional; a missing hook skips only the clauses that need it.
+Unedited, every hook below is the bundled reference's, and the check refuses it (exit 2):
+it would test the reference, not your code. The report header names the hooks that are yours.
 """
 
 from sessionstate.conformance import Subject
@@ -41,7 +43,7 @@ subject = Subject(
     # An allocated StateObject accepting append(payload); None: a suite-owned buffer counted
     # through your accounting.
     buffer_factory=None,
-    # Optional features you claim: "threadsafe" (LOCK-4, LOCK-5), "admission" (ADMIT-*).
+    # Optional features you claim: "threadsafe" (LOCK-4, LOCK-5), "admission" (ADMIT-*, LOCK-6).
     capabilities=frozenset({"threadsafe", "admission"}),
     # StateObjectSpecs for your own StateObjects (OBJ-*) and AdapterSpecs for adapters (ADAPT-*).
     state_objects=(),

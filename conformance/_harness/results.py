@@ -6,7 +6,17 @@ is tagged with it; the test's other clauses were not checked to the end
 (``unchecked``, naming the clause that stopped them). A test that fails any
 other way (the subject raised, a hang) errors every clause it is tagged with.
 A test skipped as *not applicable* (the subject lacks a hook it needs) leaves
-its clauses unchecked when their other tests ran, and skipped when none did.
+its clauses unchecked when their other tests ran, and skipped when none did. A clause
+whose every test was skipped for a reason the subject did not declare (a hook or
+capability it lacks, an expectations entry: ``applicability.declared_skip``), say no
+CUDA device on this machine, is unchecked, not skipped: nothing checked it, and nothing
+the subject said excused that. A test skipped as *not checked* (OBJ-9 for a spec with
+no model: its contents) leaves its clauses unchecked whatever else ran.
+
+A test an ``xfail`` entry names that passes is ``xpassed``, as is a clause with an
+``xfail`` entry that passed: the expectation is stale (a warning; under ``--strict``,
+exit 2 by ``exit_policy``). Either way its note quotes the entry's reason, as an
+``xfailed`` one's does.
 
 A test the process running it never returned from (``crashed``: the process died in it,
 or the supervisor cut it off at its bound, see ``supervisor``) leaves its clauses
@@ -28,8 +38,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sessionstate.conformance._harness.applicability import NOT_APPLICABLE, NOT_CHECKED
-from sessionstate.conformance._harness.expectations import Expectation
+from sessionstate.conformance._harness.applicability import (
+    NOT_APPLICABLE,
+    NOT_CHECKED,
+    declared_skip,
+)
+from sessionstate.conformance._harness.expectations import Expectation, xpass_note
 from sessionstate.conformance._harness.expectations import unmatched as expectations_unmatched
 from sessionstate.conformance._harness.reproduce import short_test_id
 from sessionstate.conformance.clauses import all_clauses
@@ -45,7 +59,9 @@ class TestRecord:
 
     nodeid: str
     clauses: list[str]
-    outcome: str  # passed | failed | skipped | xfailed | crashed (died or cut off)
+    #: passed | failed | skipped | xfailed | xpassed (an expected failure that passed) |
+    #: crashed (died or cut off)
+    outcome: str
     failed_clauses: list[str] = field(default_factory=list)
     message: str = ""
     seconds: float = 0.0
@@ -109,6 +125,8 @@ def _clause_outcome(record: TestRecord, cid: str) -> str:
         return "not-checked"  # a focused test that never got past another clause
     if record.outcome == "skipped" and NOT_APPLICABLE in record.message:
         return "not-applicable"
+    if record.outcome == "skipped" and not declared_skip(record.message):
+        return "skipped-undeclared"  # this machine, or the spec, left it unchecked
     return record.outcome
 
 
@@ -120,7 +138,7 @@ def _clause_result(
         result.tests.append(record.nodeid)
         result.seconds += record.seconds
     kinds = {outcome for outcome, _ in outcomes}
-    ran = kinds - {"skipped", "not-applicable"}
+    ran = kinds - {"skipped", "not-applicable", "skipped-undeclared"}
 
     def first(*wanted: str) -> TestRecord:
         return next(record for outcome, record in outcomes if outcome in wanted)
@@ -132,6 +150,11 @@ def _clause_result(
         record = first("crashed")
         result.outcome = "unchecked"
         result.message = f"not checked to the end: {short_test_id(record.nodeid)}: {record.message}"
+    elif not ran and "skipped-undeclared" in kinds:
+        record = first("skipped-undeclared")
+        result.outcome = "unchecked"
+        reason = record.message.removeprefix("Skipped: ")
+        result.message = f"not checked: every test of it was skipped, e.g. {reason}"
     elif not ran:
         skipped = [record.message.removeprefix("Skipped: ") for _, record in outcomes]
         result.message = skipped[0] if skipped else "no test of this clause was selected"
@@ -147,13 +170,19 @@ def _clause_result(
         result.outcome = "unchecked"
         reason = record.message.removeprefix("Skipped: ")
         result.message = f"not checked to the end: {short_test_id(record.nodeid)}: {reason}"
+    elif "xfailed" in kinds:
+        result.outcome, result.message = "xfailed", first("xfailed").message
+    elif "xpassed" in kinds:
+        result.outcome, result.message = "xpassed", first("xpassed").message
     else:
-        result.outcome = "xfailed" if "xfailed" in kinds else "passed"
+        result.outcome = "passed"
     if entry and result.outcome in ("failed", "error"):
         result.outcome = "xfailed" if entry.kind == "xfail" else "skipped"
         result.message = f"expected: {entry.reason}"
     elif entry and entry.kind == "skip":
         result.outcome, result.message = "skipped", f"expected: {entry.reason}"
+    elif entry and result.outcome == "passed":  # an xfail entry the clause no longer needs
+        result.outcome, result.message = "xpassed", xpass_note(entry.reason)
     return result
 
 
@@ -211,6 +240,7 @@ def results_json(
     results = aggregate(records, expectations, selected)
     stopped = run.get("stopped")
     unfinished = run.get("unfinished", [])
+    reproduce = run.get("reproduce")
     if unfinished is None or unfinished:
         mark_unfinished(results, unfinished, run.get("unfinished_why") or "the run stopped")
     interrupted = bool(run.get("interrupted"))
@@ -234,12 +264,15 @@ def results_json(
         "stopped": stopped,
         "tests_collected": run.get("tests_collected"),
         "strict": strict,
+        # The test a ``--reproduce`` run ran alone (its case failing again is exit 1).
+        "reproduce": reproduce,
         "seconds": run["seconds"],
         "test_timeout": run.get("test_timeout"),
         "date": run.get("date"),
         "unmatched_expectations": unmatched,
         "environment": facts["environment"],
         "capabilities": facts["capabilities"],
+        "hooks": facts.get("hooks"),
         "clauses": {cid: result.as_json() for cid, result in results.items()},
         "tests": [asdict(record) for record in records],
     }

@@ -1,15 +1,9 @@
 """``sessionstate check``: validate the request, run the suite under pytest, report.
 
-Exit status: 0 every MUST clause passed (SHOULD failures are warnings unless
-``strict``); 1 a clause failed; 2 the suite was misused (bad target, capability,
-expectations file, clause id, profile); 3 no clause failed, but a MUST clause
-was not checked to the end (its tests stopped at an expected or SHOULD failure, or the
-run stopped before they ran); 4 infrastructure, never the subject's fault: the example
-database could not be reached, or failed during the run (``infrastructure_status``; a
-clause failure found anyway, 1, wins over it), or a report could not be written (a full
-disk, a closed pipe: one line naming it, after the verdict table); 130 the run was
-interrupted (Ctrl-C): the reports it writes say ``"interrupted": true`` and
-``"verdict": "incomplete"``.
+Exit status: by the one policy of ``exit_policy`` (0 conformant, 1 a clause failed, 2
+misuse, 3 incomplete, 4 infrastructure, 128+N a signal). A report that cannot be written
+(a full disk, a closed pipe) is one line naming it, after the verdict table, and exit 4;
+an interrupted run's reports say ``"interrupted": true`` and ``"verdict": "incomplete"``.
 
 Everything that can be found wrong with the request is found before the first test:
 the target imports and its hooks answer (one call each, under the call deadline),
@@ -30,6 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# The exit statuses, and the one policy that maps a run's results to them.
+from sessionstate.conformance._harness.exit_policy import (
+    EXIT_FAILED,
+    EXIT_INFRASTRUCTURE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    decide,
+    with_infrastructure,
+)
 from sessionstate.conformance.clauses import all_clauses
 from sessionstate.conformance.subject import DEFAULT_TARGET, UsageError
 
@@ -37,12 +41,6 @@ __all__ = [
     "CheckOptions", "finish_check", "infrastructure_status", "reproduce_command", "run_check",
 ]  # fmt: skip
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
-#: 128 + SIGINT, as a shell reports a command ended by Ctrl-C.
-EXIT_INTERRUPTED = 130
-#: Not the subject's fault nor the user's: an example database that fails, a report that
-#: cannot be written (a full disk).
-EXIT_INFRASTRUCTURE = 4
 #: The most worker processes ``-n`` may start: more than this many per core only thrashes.
 MAX_WORKERS_PER_CPU = 4
 #: What ``Subject.manager_factory`` must return: the methods every manager clause calls
@@ -115,7 +113,18 @@ def validate(options: CheckOptions) -> None:
     if options.expectations:
         parse_expectations(options.expectations)
     check_hooks(subject)
+    _check_own_hooks(subject, options.target)
     _check_report_paths(options)
+
+
+def _check_own_hooks(subject: Any, target: str) -> None:
+    """A subject whose every hook is the reference's (the unedited ``init`` template) is
+    refused: checking it would test the reference under the subject's name (``own_hooks``)."""
+    from sessionstate.conformance._harness.own_hooks import no_own_hook
+
+    refusal = no_own_hook(subject, target)
+    if refusal:
+        raise UsageError(refusal)
 
 
 def _check_workers(options: CheckOptions) -> None:
@@ -481,12 +490,7 @@ def finish_check(
         if stopped != "interrupted":
             return _error(f"the run was stopped: {stopped}")
         return _interrupted(results, options, signum)
-    if options.strict and results["unmatched_expectations"]:
-        return infrastructure_status(results, EXIT_FAILED)
-    status = {"conformant": EXIT_OK, "incomplete": EXIT_INCOMPLETE}.get(
-        results["verdict"], EXIT_FAILED
-    )
-    return infrastructure_status(results, status)
+    return infrastructure_status(results, decide(results).status)
 
 
 def infrastructure_status(results: dict[str, Any], status: int) -> int:
@@ -501,6 +505,7 @@ def infrastructure_status(results: dict[str, Any], status: int) -> int:
     faults = results.get("infrastructure") or []
     if not faults:
         return status
+    status = with_infrastructure(results, status)
     fault = faults[0]
     calls = fault["count"]
     failed = (
@@ -514,7 +519,7 @@ def infrastructure_status(results: dict[str, Any], status: int) -> int:
         return status
     print(f"sessionstate check: error: {failed}; the verdict above does not count "
           "(nothing is blamed on the subject)", file=sys.stderr)  # fmt: skip
-    return EXIT_INFRASTRUCTURE
+    return status
 
 
 def _error(message: str) -> int:

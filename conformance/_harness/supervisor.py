@@ -53,13 +53,9 @@ from sessionstate.conformance._harness.bounds import (
     startup_bound,
     test_bound,
 )
+from sessionstate.conformance._harness.exit_policy import EXIT_INFRASTRUCTURE, EXIT_USAGE
 from sessionstate.conformance._harness.journal import JournalReader
-from sessionstate.conformance._harness.runner import (
-    EXIT_INFRASTRUCTURE,
-    EXIT_USAGE,
-    CheckOptions,
-    finish_check,
-)
+from sessionstate.conformance._harness.runner import CheckOptions, finish_check
 from sessionstate.conformance.subject import UsageError
 
 __all__ = [
@@ -466,6 +462,7 @@ class _Run:
             "tests_collected": len(self.collected) or None,
             "unfinished": unfinished,
             "unfinished_why": why,
+            "reproduce": options.reproduce,
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
         records = [*self.records.values(), *self.own.values()]

@@ -17,9 +17,13 @@ from typing import Any
 
 def gather(subject: Any) -> dict[str, Any]:
     """The facts of a run against ``subject``, as plain data (xdist sends them as is)."""
+    from sessionstate.conformance._harness.own_hooks import hook_origins
+
     return {
         "subject": subject.name,
         "capabilities": sorted(subject.capabilities),
+        # Which hooks are the subject's own and which the reference's (own_hooks).
+        "hooks": hook_origins(subject),
         "environment": environment(),
     }
 
@@ -51,6 +55,8 @@ def header_lines(
     version: str, target: str, profile: str, seed: int | None, env_line: str, facts: dict[str, Any]
 ) -> list[str]:
     """The report header for a run whose facts are known."""
+    from sessionstate.conformance._harness.own_hooks import origins_line
+
     environment = facts["environment"]
     devices = ", ".join(
         d["name"] + (" (simulated)" if d["simulated"] else "") for d in environment["devices"]
@@ -62,6 +68,7 @@ def header_lines(
         f"hypothesis {environment['hypothesis']}",
         f"  devices: {devices}" + _left_out(environment),
         f"  capabilities: {', '.join(facts['capabilities']) or '(none)'}",
+        f"  {origins_line(facts.get('hooks'))}",
         env_line,
     ]
 

@@ -1,7 +1,7 @@
 """Calling a subject's ``config_resolver`` under a given environment, and the ENV blame rules.
 
 ``resolve`` sets (or removes) the two variables through ``pytest.MonkeyPatch`` for the
-one call and collects the warnings it logs, with no function-scoped fixture: the ENV
+one call and collects the warnings it logs through any logger, with no function-scoped fixture: the ENV
 property is a top-level ``@given`` test, and a fixture such as ``monkeypatch`` or
 ``caplog`` would be shared by all of its examples. ``clause_for`` names the most
 specific clause a wrong result breaks, from the inputs and the oracle
@@ -27,15 +27,12 @@ def resolver_of(subject: Any) -> Any:
     return subject.config_resolver
 
 
-class _Warnings(logging.Handler):
-    """The messages of the records of level WARNING and above that reach the root logger."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
+def _message(record: logging.LogRecord) -> str:
+    """The record's message, or its raw ``msg`` where the arguments do not fit it."""
+    try:
+        return record.getMessage()
+    except Exception:
+        return str(record.msg)
 
 
 def resolve(
@@ -48,27 +45,38 @@ def resolve(
     """``resolver(enable=..., max_sessions=...)`` with ``ENABLE`` and ``MAX`` set to
     ``env_enable`` and ``env_max`` (unset for ``None``), and the warnings it logged.
 
-    The environment is restored afterwards. As ``caplog.at_level(logging.WARNING)``
+    The environment is restored afterwards. A warning is a record of level WARNING or
+    above that any logger handles during the call, whatever its handlers and whether
+    it propagates: ``logging.Logger.callHandlers``, through which every logger hands a
+    record to its handlers (and its ancestors'), is wrapped for the call, so a logger
+    set up as vLLM sets up its own (a handler of its own, ``propagate=False``) is heard
+    as well as one that reaches the root. As ``caplog.at_level(logging.WARNING)``
     does, the root logger is at WARNING for the call, so a warning of a logger left
     at its default level is emitted whatever level the caller's logging is at.
     """
     root = logging.getLogger()
-    handler = _Warnings()
     level = root.level
+    messages: list[str] = []
+    handed_on = logging.Logger.callHandlers
+
+    def call_handlers(logger: logging.Logger, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING:
+            messages.append(_message(record))
+        handed_on(logger, record)
+
     with pytest.MonkeyPatch.context() as patch:
         for name, value in ((ENABLE, env_enable), (MAX, env_max)):
             if value is None:
                 patch.delenv(name, raising=False)
             else:
                 patch.setenv(name, value)
-        root.addHandler(handler)
+        patch.setattr(logging.Logger, "callHandlers", call_handlers)
         root.setLevel(logging.WARNING)
         try:
             result = resolver(enable=enable, max_sessions=max_sessions)
         finally:
             root.setLevel(level)
-            root.removeHandler(handler)
-    return result, handler.messages
+    return result, messages
 
 
 def describe_call(

@@ -26,6 +26,7 @@ from hypothesis.stateful import (
     initialize,
     invariant,
     multiple,
+    precondition,
     rule,
 )
 
@@ -64,6 +65,12 @@ SESSION_IDS: tuple[object, ...] = (
     *("a", "b", "c", "default", None, "", 0, False, "7", 7, ("t",)),
     *TRICKY_SESSION_IDS,
 )
+#: ``get_or_create_session_repeatedly`` re-touches one of the ``RECENT`` most recent
+#: sessions up to ``MAX_RUN`` times; ``get_or_create_session_newcomers`` makes up to
+#: ``MAX_NEWCOMERS`` misses in a row (more than the largest cap: an eviction burst).
+RECENT = 3
+MAX_RUN = 64
+MAX_NEWCOMERS = 7
 COUNTERS = ("hits", "misses", "evictions")
 STATS_KEYS = ("sessions", "max_sessions", "total_nbytes", "hits", "misses", "evictions")
 FATE_CLAUSE = {
@@ -153,6 +160,10 @@ def drop_reorders(subject: Any) -> frozenset[str]:
     one, misses after the drop evict the others one by one; the victims must come
     in the order the table had. Only ``in`` at the very end observes a victim, so a
     refreshing ``in`` (STATS-4) cannot mislead it.
+
+    A control comes first: the same misses with no drop at all. A subject whose victims
+    are out of order there (it evicts the most recent, say) has an eviction bug that no
+    drop explains, and its drops are never blamed for it.
     """
     if id(subject) not in _DROP_ORDER:
         _DROP_ORDER[id(subject)] = (subject, _learn_drop_order(subject))
@@ -163,6 +174,8 @@ def _learn_drop_order(subject: Any) -> frozenset[str]:
     keys = ["c", "a", "d", "b"]
     found = set()
     try:
+        if not _evicts_in_order(subject, keys):
+            return frozenset()
         for dropped in [*keys, "absent"]:
             rest = [k for k in keys if k != dropped]
             for misses in range(1, len(rest) + 1):
@@ -179,6 +192,20 @@ def _learn_drop_order(subject: Any) -> frozenset[str]:
     except Exception:
         return frozenset()
     return frozenset(found)
+
+
+def _evicts_in_order(subject: Any, keys: list[str]) -> bool:
+    """The control of ``_learn_drop_order``: with no drop, misses evict ``keys`` oldest
+    first."""
+    for misses in range(1, len(keys) + 1):
+        manager = subject.make_manager(max_sessions=len(keys), byte_budget=None)
+        for key in keys:
+            manager.get_or_create_session(key)
+        for n in range(misses):
+            manager.get_or_create_session(f"new{n}")
+        if [k for k in keys if k not in manager] != keys[:misses]:
+            return False
+    return True
 
 
 def _resurrected(known: SessionModel | None) -> str:
@@ -251,6 +278,46 @@ class ManagerMachine(RuleBasedStateMachine):
         self._check_table(call, lambda _: "LRU-4")
         self._check_counters(call, {"hits": "LRU-1", "misses": "LRU-2", "evictions": "LRU-4"})
         return multiple() if expected is not None else session
+
+    @precondition(lambda self: len(self.model.table) > 0)
+    @rule(rank=st.integers(0, RECENT - 1), times=st.integers(1, MAX_RUN))
+    def get_or_create_session_repeatedly(self, rank: int, times: int) -> None:
+        """A run of hits: the ``rank``-th most recent session (0: the most recent) is asked
+        for ``times`` times in a row: each call must return that session; the table and the
+        counters are compared after the run (a hit changes neither membership nor order
+        of the others).
+
+        Designs that keep recency lazily (a heap of stamped entries whose old ones go
+        stale, a generation tag, a periodic compaction) misbehave only once a session has
+        been re-touched many times before an eviction; single calls drawn one per step
+        almost never get there (bench/reachability.py measures how often these do)."""
+        keys = self.model.lru.keys()
+        expected = self.model.table[keys[-1 - rank % len(keys)]]
+        session_id = expected.session_id
+        call = f"get_or_create_session({session_id!r})"
+        for n in range(times):  # the same session every time, and nothing else changes
+            with calling("LRU-1", call):
+                obj = self.manager.get_or_create_session(session_id)
+            self.model.get_or_create_session(session_id, obj)
+            self.trace.append(("get_or_create_session", session_id, obj is expected.obj))
+            if obj is not expected.obj:
+                self._check_identity(obj, expected, f"{call}, hit {n + 1} of {times}")
+        runs = f"{times} x {call}"
+        self._check_table(runs, lambda _: "LRU-4")
+        self._check_counters(runs, {"hits": "LRU-1", "misses": "LRU-1", "evictions": "LRU-1"})
+
+    @rule(target=sessions, count=st.integers(1, MAX_NEWCOMERS))
+    def get_or_create_session_newcomers(self, count: int) -> MultipleResults[SessionModel]:
+        """A burst of misses: ``count`` ids of distinct keys absent from the table, in a
+        row, each checked as the single-call rule checks it: past capacity, evictions
+        in LRU order (LRU-4), the order runs of hits left."""
+        keys = set(self.model.lru.keys())
+        newcomers: dict[str, object] = {}
+        for session_id in self.SESSION_IDS:
+            if spec_key(session_id) not in keys:
+                newcomers.setdefault(spec_key(session_id), session_id)
+        created = [self.get_or_create_session(i) for i in list(newcomers.values())[:count]]
+        return multiple(*(s for s in created if isinstance(s, SessionModel)))
 
     @rule(session_id=session_ids)
     def drop_session(self, session_id: object) -> None:
@@ -437,6 +504,12 @@ class ManagerMachine(RuleBasedStateMachine):
         clause, when = default(observed), f"after {call}"
         self._expect(f"ids in manager among the absent {probe}", observed, expected, clause, when)
         self._expect("len(manager)", size, len(self.model.table), clause, when)
+
+    def _check_identity(self, obj: object, expected: SessionModel, when: str) -> None:
+        """LRU-1 (or the clause of a suspect that explains the trace): a hit returned
+        ``obj``, not the resident ``expected``."""
+        known = next((s for s in self.model.sessions if s.obj is obj), None)
+        self._expect("the session returned", known, expected, "LRU-1", f"after {when}")
 
     def _name(self, value: object, expected: Held | None = None) -> str:
         """``value`` as the expression that made it; marked when it only looks like ``expected``."""

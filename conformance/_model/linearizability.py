@@ -26,6 +26,7 @@ from sessionstate.conformance._model.manager import LruTable, spec_key
 
 __all__ = [
     "DEFAULT_BUDGET",
+    "REFUSED",
     "Call",
     "LruModel",
     "Model",
@@ -40,6 +41,18 @@ S = TypeVar("S", bound=Hashable)
 
 #: Model steps per history. Histories of a dozen calls need a few hundred.
 DEFAULT_BUDGET = 20_000
+
+
+class _Refused:
+    """The recorded result of a ``get_or_create_session`` that raised on a manager with
+    admission control on (``evict_when_full=False``): a refusal, which the model accepts
+    only where it refuses too (SPEC LOCK-6). One object, compared by identity."""
+
+    def __repr__(self) -> str:
+        return "refused"
+
+
+REFUSED = _Refused()
 
 
 @dataclass(frozen=True)
@@ -201,7 +214,8 @@ class Recorder:
         result = fn()
         returned = next(self._clock)
         name = threading.current_thread().name
-        recorded = self._label(result) if method == "get_or_create_session" else result
+        labelled = method == "get_or_create_session" and result is not REFUSED
+        recorded = self._label(result) if labelled else result
         with self._guard:
             self.calls.append(Call(name, method, args, recorded, invoked, returned))
         return result
@@ -232,11 +246,13 @@ class LruModel:
     keys. ``get_or_create_session`` must return the table's session on a hit and a
     never-seen session on a miss; ``drop_session`` returns whether the key was
     present; ``len`` and ``in`` are pure reads; ``stats`` is observed as
-    ``(sessions, hits, misses, evictions)``.
+    ``(sessions, hits, misses, evictions)``. With ``evict_when_full=False`` (admission
+    control, SPEC LOCK-6) a miss on a full table must be ``REFUSED`` and changes nothing.
     """
 
-    def __init__(self, max_sessions: int) -> None:
+    def __init__(self, max_sessions: int, *, evict_when_full: bool = True) -> None:
         self.max_sessions = max_sessions
+        self.evict_when_full = evict_when_full
 
     def initial(self) -> _LruState:
         return _LruState((), frozenset(), 0, 0, 0)
@@ -246,7 +262,7 @@ class LruModel:
         return handler(state, call)  # type: ignore[no-any-return]
 
     def _thaw(self, state: _LruState) -> LruTable:
-        table = LruTable(self.max_sessions)
+        table = LruTable(self.max_sessions, evict_when_full=self.evict_when_full)
         table.order = dict(state.table)
         table.hits, table.misses, table.evictions = state.hits, state.misses, state.evictions
         return table
@@ -260,10 +276,13 @@ class LruModel:
     def _get_or_create_session(self, state: _LruState, call: Call) -> Step:
         table = self._thaw(state)
         key = call.args[0]
-        if table.get_or_create_session(key, payload=call.result).hit:
+        outcome = table.get_or_create_session(key, payload=call.result)
+        if outcome.kind == "refused":  # ADMIT-2, ADMIT-3: nothing changes
+            return Step(call.result is REFUSED, state, REFUSED)
+        if outcome.hit:
             label = table.order[spec_key(key)]
             return Step(call.result == label, self._freeze(table, state.created), label)
-        fresh = call.result not in state.created
+        fresh = call.result is not REFUSED and call.result not in state.created
         return Step(fresh, self._freeze(table, state.created | {call.result}), "a new session")
 
     def _drop_session(self, state: _LruState, call: Call) -> Step:

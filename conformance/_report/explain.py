@@ -9,35 +9,42 @@ clause must look at:
   the others that check it on the way;
 * the lines of the suite's model and machines (``conformance/_model``,
   ``conformance/_machine``) that name it: its oracle, its checks, its blame rules;
+* the lines of the public models and the worked fixtures that name it
+  (``conformance/specs.py``, ``conformance/adapters.py``, ``fixtures/*.py``): the
+  models a spec declares and the bespoke states adapters are compared with;
 * the zoo subjects that plant a bug in it (``fixtures/zoo``), each with its bug;
 * the lines of the reference implementation tagged with it (``# LRU-3: ...``
   comments in ``reference/``).
 
+Everything is read from the source and SPEC as text: the tests' tags from the stored
+clause index (``clause_index.py``), the zoo's ``KILLS`` and ``BUG`` from each module's
+syntax tree. Nothing is imported beyond the standard library and the SPEC parser, so
+an answer takes milliseconds, not a pytest collection.
+
 Clause ranges in the suite's text (``ADMIT-1..4``) count for every clause in them.
+An id is matched case-insensitively; a group id (``LRU``) lists the group's clauses.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
+import ast
+import difflib
 import re
 import sys
 import tokenize
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import pytest
-
+from sessionstate.conformance._report import clause_index
 from sessionstate.conformance.clauses import all_clauses
-from sessionstate.conformance.subject import _did_you_mean
 
 __all__ = [
     "Mention",
     "clause_tests",
     "explain",
     "mentions",
+    "public_models",
     "reference_tags",
     "test_tags",
     "zoo_subjects",
@@ -81,11 +88,12 @@ def _shown(path: Path) -> str:
         return path.as_posix()
 
 
-def mentions(clause_id: str, folders: Iterable[Path]) -> list[Mention]:
-    """Every line of the ``.py`` files under ``folders`` that names ``clause_id``."""
+def mentions(clause_id: str, places: Iterable[Path]) -> list[Mention]:
+    """Every line that names ``clause_id`` in ``places``: ``.py`` files, and the ``.py``
+    files under folders."""
     found = []
-    for folder in folders:
-        for path in sorted(folder.rglob("*.py")):
+    for place in places:
+        for path in sorted(place.rglob("*.py")) if place.is_dir() else [place]:
             lines = path.read_text(encoding="utf-8").splitlines()
             for number, line in enumerate(lines, 1):
                 if clause_id in _ids(line):
@@ -113,39 +121,44 @@ def reference_tags(clause_id: str) -> list[Mention]:
 
 
 def zoo_subjects(clause_id: str) -> list[tuple[str, str]]:
-    """(module, bug) for every zoo subject whose planted bug fails ``clause_id``."""
-    from sessionstate.fixtures.zoo import ZOO
+    """(module, bug) for every zoo subject whose planted bug fails ``clause_id``, read
+    from each module's ``KILLS`` and ``BUG`` assignments without importing it."""
+    found = []
+    for path in sorted((_ROOT / "fixtures" / "zoo").glob("[!_]*.py")):
+        kills, bug = _zoo_facts(path)
+        if clause_id in kills:
+            found.append((_shown(path), bug))
+    return found
 
-    return [(f"fixtures/zoo/{e.name}.py", e.bug) for e in ZOO if clause_id in e.kills]
 
-
-class _Collector:
-    """A pytest plugin object that records each collected test's clause tags, in order."""
-
-    def __init__(self) -> None:
-        self.tags: dict[str, list[str]] = {}
-
-    def pytest_collection_modifyitems(self, items: list[Any]) -> None:
-        from sessionstate.conformance.plugin import item_clauses
-
-        for item in items:
-            self.tags[item.nodeid] = list(item_clauses(item))
+def _zoo_facts(path: Path) -> tuple[tuple[str, ...], str]:
+    """A zoo module's ``KILLS`` and ``BUG``, which are literals by the zoo's rules."""
+    values: dict[str, object] = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id in ("KILLS", "BUG"):
+                    values[target.id] = ast.literal_eval(node.value)
+    kills, bug = values.get("KILLS", ()), values.get("BUG", "")
+    return tuple(str(k) for k in kills) if isinstance(kills, tuple) else (), str(bug)
 
 
 def test_tags() -> dict[str, list[str]]:
-    """Node id -> the clauses the suite's test is tagged with, first tag first
-    (collection only, once per process)."""
+    """Node id (from the suite's folder on) -> the clauses the suite's test is tagged
+    with, first tag first, from the stored clause index."""
     if not _TAGS:
-        collector = _Collector()
-        args = ["--collect-only", "-q", "-p", "no:cacheprovider", "--pyargs",
-                "sessionstate.conformance.suite"]  # fmt: skip
-        with contextlib.redirect_stdout(io.StringIO()):
-            pytest.main(args, plugins=[collector])
-        _TAGS.update(collector.tags)
+        _TAGS.update(clause_index.load())
     return _TAGS
 
 
 _TAGS: dict[str, list[str]] = {}
+
+
+def public_models() -> list[Path]:
+    """The public model modules and the worked fixtures (the zoo excluded)."""
+    conformance = [_CONFORMANCE / "specs.py", _CONFORMANCE / "adapters.py"]
+    return conformance + sorted((_ROOT / "fixtures").glob("[!_]*.py"))
 
 
 def clause_tests() -> dict[str, list[str]]:
@@ -158,7 +171,7 @@ def clause_tests() -> dict[str, list[str]]:
 
 
 def _short(nodeid: str) -> str:
-    return nodeid.split("suite/", 1)[-1]
+    return clause_index.short_nodeid(nodeid)
 
 
 def _aimed_at(clause_id: str, nodeid: str) -> bool:
@@ -194,32 +207,43 @@ def _grouped(nodeids: list[str]) -> list[str]:
 
 
 def explain(clause_id: str) -> int:
-    """Print where ``clause_id`` lives; 2 with a one-line error for an unknown id."""
+    """Print where ``clause_id`` lives (any case), or a group's clauses for a group id;
+    2 with a one-line error for an unknown id."""
     clauses = all_clauses()
-    if clause_id not in clauses:
-        hint = _did_you_mean(clause_id, list(clauses))
+    wanted = clause_id.strip().upper()
+    groups = dict.fromkeys(cid.split("-")[0] for cid in clauses)
+    if wanted in groups:
+        members = [c for c in clauses.values() if c.id.split("-")[0] == wanted]
+        print(f"{wanted}: {len(members)} clauses (sessionstate explain {members[0].id} for one)")
+        for member in members:
+            print(f"  {member.id} · {member.level} · {member.title}")
+        return 0
+    if wanted not in clauses:
+        close = difflib.get_close_matches(wanted, [*clauses, *groups], n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
         print(f"sessionstate explain: error: unknown clause {clause_id!r}{hint}", file=sys.stderr)
         return 2
-    clause = clauses[clause_id]
+    clause = clauses[wanted]
     print(f"{clause.id} · {clause.level} · {clause.title}")
     if clause.requires:
         print(f"Requires: {', '.join(sorted(clause.requires))}")
     print()
     print(clause.text)
-    tests = clause_tests().get(clause_id, [])
+    tests = clause_tests().get(clause.id, [])
     print(f"\nTests that can fail it ({len(tests)}, in conformance/suite/):")
-    for title, group in _test_groups(clause_id, tests):
+    for title, group in _test_groups(clause.id, tests):
         if group:
             print(f"  {title}:")
             for line in _grouped(group):
                 print(f"    {line}")
     suite = [_CONFORMANCE / "_model", _CONFORMANCE / "_machine"]
-    _section("Model and machine lines that name it", mentions(clause_id, suite))
-    zoo = zoo_subjects(clause_id)
+    _section("Model and machine lines that name it", mentions(clause.id, suite))
+    _section("Public models and worked fixtures that name it", mentions(clause.id, public_models()))
+    zoo = zoo_subjects(clause.id)
     print(f"\nZoo subjects that plant a bug in it ({len(zoo)}):")
     for path, bug in zoo:
         print(f"  {path}  {bug}")
-    _section("Reference lines tagged with it", reference_tags(clause_id))
+    _section("Reference lines tagged with it", reference_tags(clause.id))
     return 0
 
 

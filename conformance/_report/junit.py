@@ -11,6 +11,9 @@ This file has one ``<testsuite>`` named after the subject and one ``<testcase>``
   with the clause's note as ``message`` and its failing tests' messages as text;
 - ``skipped``, ``xfailed`` and ``unchecked`` are ``<skipped>`` whose ``type`` and ``message``
   say which: an unchecked clause was not checked to the end, so it is never shown as passed;
+- ``xpassed`` (an expected failure that passed: the expectation is stale) is a passing
+  ``<testcase>`` with an ``outcome`` property and the note as ``<system-out>``; under
+  ``--strict``, which fails on it, a ``<failure type="xpassed (--strict)">``;
 - a passed clause is a bare ``<testcase>``.
 
 The suite's properties carry the run: target, suite version, profile, seed, verdict,
@@ -62,7 +65,8 @@ def to_junit_xml(results: dict[str, Any]) -> str:
         records.setdefault(record["nodeid"], []).append(record)
     counts = {
         "tests": len(outcomes),
-        "failures": outcomes.count("failed"),
+        "failures": outcomes.count("failed")
+        + (outcomes.count("xpassed") if results.get("strict") else 0),
         "errors": outcomes.count("error"),
         "skipped": sum(o in _SKIPPED for o in outcomes),
     }
@@ -95,14 +99,19 @@ def to_junit_xml(results: dict[str, Any]) -> str:
         if value is not None and value != "":
             _property(props, name, str(value).lower() if isinstance(value, bool) else value)
     for cid, clause in clauses.items():
-        _testcase(suite, cid, clause, records)
+        _testcase(suite, cid, clause, records, strict=bool(results.get("strict")))
     ET.indent(root)
     body = ET.tostring(root, encoding="unicode")
     return f'<?xml version="1.0" encoding="utf-8"?>\n{body}\n'
 
 
 def _testcase(
-    suite: ET.Element, cid: str, clause: dict[str, Any], records: dict[str, list[dict[str, Any]]]
+    suite: ET.Element,
+    cid: str,
+    clause: dict[str, Any],
+    records: dict[str, list[dict[str, Any]]],
+    *,
+    strict: bool = False,
 ) -> None:
     known = all_clauses().get(cid)
     case = ET.SubElement(
@@ -127,6 +136,15 @@ def _testcase(
             type=f"{clause['level']} clause {outcome}",
         )
         element.text = _clean(_failing_tests(clause, records) or note)
+    elif outcome == "xpassed":
+        _property(props, "outcome", outcome)
+        if strict:
+            failure = ET.SubElement(
+                case, "failure", message=_clean(note), type="xpassed (--strict)"
+            )
+            failure.text = _clean(note)
+        else:
+            ET.SubElement(case, "system-out").text = _clean(f"xpassed: {note}")
     elif outcome in _SKIPPED:
         message = note if outcome == "skipped" else f"{outcome}: {note}" if note else outcome
         ET.SubElement(case, "skipped", type=outcome, message=_clean(message))

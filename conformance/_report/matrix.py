@@ -32,13 +32,14 @@ __all__ = [
 ]
 
 #: Clause outcomes, worst first: a group's cell takes the colour of its worst clause.
-OUTCOMES = ("error", "failed", "unchecked", "xfailed", "passed", "skipped")
+OUTCOMES = ("error", "failed", "unchecked", "xpassed", "xfailed", "passed", "skipped")
 
 _ICON = {
     "error": "💥",
     "failed": "❌",
     "unchecked": "❔",
     "xfailed": "⚠️",
+    "xpassed": "❗",
     "passed": "✅",
     "skipped": "⏭️",
 }
@@ -50,6 +51,8 @@ _MEANING = {
     "unchecked": "not checked to the end: a test stopped at another clause's failure, or was "
     "not applicable; neither a pass nor a failure",
     "xfailed": "failed as the subject's expectations file says it does (a known failure)",
+    "xpassed": "passed, though the subject's expectations file says it fails: the expectation "
+    "is stale (a warning; a failure under --strict)",
     "skipped": "not run: a capability the subject does not declare, an expectation, or not "
     "selected",
 }
@@ -239,7 +242,7 @@ a{color:#1a4f9c}code,pre,.mono{font-family:ui-monospace,Menlo,Consolas,monospace
 table{border-collapse:collapse}th,td{border:1px solid #bbb;padding:.4em .8em;text-align:center}
 th{background:#eee}td.subject{text-align:left;font-weight:600}
 td.pass{background:#c8f0c8}td.fail{background:#f5b5b5}td.na{background:#f4f4f4;color:#888}
-td.error{background:#f0a0a0}td.unchecked{background:#fde9a9}td.xfailed{background:#e2d9f3}
+td.error{background:#f0a0a0}td.unchecked{background:#fde9a9}td.xfailed{background:#e2d9f3}td.xpassed{background:#d7ecf7}
 td.skipped{background:#f4f4f4;color:#666}td.absent{background:#fff;color:#888}
 table.matrix{font-size:.9em}table.matrix td,table.matrix th{padding:.35em .45em}
 td.cell{white-space:nowrap;min-width:5.5em}
@@ -256,6 +259,7 @@ td.subject .verdict{font-weight:600;font-size:.9em}
 .badge.error{background:#f0a0a0;border-color:#a33}
 .badge.unchecked{background:#fde9a9;border-color:#c9a13b;border-style:dashed}
 .badge.xfailed{background:#e2d9f3;border-color:#8a72b8}
+.badge.xpassed{background:#d7ecf7;border-color:#3b7fa8}
 .badge.skipped{background:#f4f4f4;border-color:#bbb;color:#666}
 .level{display:inline-block;border-radius:3px;padding:0 .35em;font-size:.8em;font-weight:700}
 .level.MUST{background:#333;color:#fff}.level.SHOULD{border:1px solid #666;color:#444}
@@ -271,6 +275,7 @@ div.note{margin:.25em 0 .1em;padding:.25em .5em;white-space:pre-wrap;overflow-wr
 div.note.failed,div.note.error{background:#fde4e4;border-left-color:#c55}
 div.note.unchecked{background:#fff4d0;border-left-color:#c9a13b}
 div.note.xfailed{background:#efe9f8;border-left-color:#8a72b8}
+div.note.xpassed{background:#e8f3fa;border-left-color:#3b7fa8}
 div.note.skipped{color:#555}
 tr.failed td,tr.error td{background:#fff1f1}tr.unchecked td{background:#fffaea}
 details summary{cursor:pointer}details .spec{margin:.4em 0;padding:.3em .7em;
@@ -371,7 +376,7 @@ _BAD = ("error", "failed", "unchecked")
 def _legend() -> str:
     items = "".join(
         f'<div><span class="badge {o}">{o}</span> {_e(_MEANING[o])}</div>'
-        for o in ("failed", "error", "unchecked", "xfailed", "skipped", "passed")
+        for o in ("failed", "error", "unchecked", "xpassed", "xfailed", "skipped", "passed")
     )
     return (
         f'<div class="legend" id="legend">{items}'

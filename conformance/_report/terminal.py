@@ -26,6 +26,7 @@ _MARK = {
     "failed": "FAIL",
     "error": "ERROR",
     "xfailed": "XFAIL",
+    "xpassed": "XPASS",
     "unchecked": "UNCHECKED",
     "skipped": "skip",
 }
@@ -40,6 +41,10 @@ def _header(results: dict[str, Any], escape: Callable[[object], str]) -> list[st
     left_out = ", ".join(escape(d) for d in env.get("devices_left_out") or [])
     capabilities = ", ".join(escape(c) for c in results["capabilities"])
     seed = f", seed {escape(results['seed'])}" if results.get("seed") is not None else ""
+    hooks = results.get("hooks")
+    own = ", ".join(escape(h) for h in hooks["own"]) or "none" if hooks else ""
+    reference = ", ".join(escape(h) for h in hooks["reference"]) if hooks else ""
+    hooks_line = [f"hooks: own {own}" + (f"; the reference's {reference}" if reference else "")]
     return [
         f"subject: {escape(results['subject'])} ({escape(results['target'])})",
         f"suite: sessionstate {escape(results['suite_version'])}, profile "
@@ -48,6 +53,7 @@ def _header(results: dict[str, Any], escape: Callable[[object], str]) -> list[st
         f"hypothesis {escape(env['hypothesis'])}",
         f"devices: {devices}" + (f" (left out: {left_out})" if left_out else ""),
         f"capabilities: {capabilities or '(none)'}",
+        *(hooks_line if hooks else []),
     ]
 
 
@@ -65,13 +71,11 @@ def _counts(results: dict[str, Any]) -> str:
 
 
 def _verdict_word(results: dict[str, Any]) -> str:
-    """The verdict as the exit status has it: under ``--strict`` an expectation that
-    matched nothing fails the run (exit 1), whatever the clauses' verdict says."""
-    unmatched = len(results["unmatched_expectations"])
-    if results["strict"] and unmatched and results["verdict"] != "non-conformant":
-        entries = "expectation" if unmatched == 1 else "expectations"
-        return f"FAILED (--strict: {unmatched} {entries} matched no test or clause)"
-    return str(results["verdict"]).upper()
+    """The verdict as the exit status has it (``exit_policy.decide``, the one policy): a
+    reproduced case that still fails, stale expectations under ``--strict``."""
+    from sessionstate.conformance._harness.exit_policy import decide
+
+    return decide(results).word
 
 
 def ordered(results: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -132,6 +136,15 @@ def styled_table(results: dict[str, Any]) -> list[tuple[str, str]]:
         failed = ", ".join(terminal_text(cid) for cid in should)
         warning = f"warning: SHOULD clauses failed: {failed} (--strict fails on them)"
         lines.append((warning, "warning"))
+    xpassed = [cid for cid, c in results["clauses"].items() if c["outcome"] == "xpassed"]
+    if xpassed:
+        names = ", ".join(terminal_text(cid) for cid in xpassed)
+        fails = "--strict fails on them" if not results["strict"] else "so --strict fails"
+        warning = (
+            f"warning: expected to fail, but passed (XPASS): {names} (remove their "
+            f"expectations; {fails})"
+        )
+        lines.append((warning, "warning"))
     unmatched = results["unmatched_expectations"]
     for entry in unmatched[:UNMATCHED_LINES]:
         entry = _one_line(entry, NOTE_WIDTH)
@@ -156,6 +169,7 @@ def markdown(results: dict[str, Any]) -> str:
         "failed": "❌",
         "error": "💥",
         "xfailed": "⚠️",
+        "xpassed": "❗",
         "unchecked": "❔",
         "skipped": "⏭️",
     }

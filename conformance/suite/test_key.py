@@ -5,17 +5,24 @@ ids one ``str`` apart, and every ordered pair of the machine's ids across
 ``get_or_create_session``, ``in`` and ``drop_session``: KEY-1 and KEY-2 are
 about which ids ``get_or_create_session`` puts together, KEY-3 about the
 other methods agreeing with it. The machines of ``test_lru.py`` draw from
-the same ids.
+the same ids. And drawn groups of ids that differ invisibly (``strategies.lookalike_ids``:
+Unicode normal forms, case, whitespace, ``str`` subclasses, equal numbers printed
+differently), one session exactly when their keys agree.
 """
 
 from __future__ import annotations
 
+import itertools
+from decimal import Decimal
 from typing import Any
 
 import pytest
+from hypothesis import example, given
 
 from sessionstate.conformance._machine.manager import SESSION_IDS
-from sessionstate.conformance.checks import calling, check_equal
+from sessionstate.conformance._model.manager import spec_key
+from sessionstate.conformance.checks import calling, check_equal, focused_on, per_clause
+from sessionstate.conformance.strategies import FoldedId, ShownId, lookalike_ids
 
 FALSY_IDS = [None, "", 0, False, 0.0, (), b""]
 STRINGIFIED = [(7, "7"), (("t",), "('t',)"), (1.5, "1.5"), (True, "True"), (-3, "-3")]
@@ -99,3 +106,49 @@ def test_methods_agree_on_keys(subject: Any, created: object) -> None:
         check_equal(
             left, 0 if same else 1, "KEY-3", "len(manager)", f"{when}, then drop({probe!r})"
         )
+
+
+def _key_clause(first: object, second: object) -> str:
+    """KEY-1 when a falsy id is in the pair (its key is "default"), else KEY-2."""
+    return "KEY-1" if not first or not second else "KEY-2"
+
+
+# Each family's basic case in every run: NFC and NFD forms of one text, a text and its
+# case-folded and no-break-space-padded forms, a str subclass whose str() is other text
+# and one that compares case-insensitively, numbers Python calls equal (or hashes alike).
+@per_clause("KEY-1", "KEY-2", "KEY-3")
+@example(ids=["caf\u00e9", "cafe\u0301"])
+@example(ids=["Stra\u00dfe", "strasse", "Stra\u00dfe\u00a0"])
+@example(ids=[ShownId("a", "b"), "a", "b"])
+@example(ids=[FoldedId("Id"), FoldedId("ID")])
+@example(ids=[1, 1.0, True, Decimal(1)])
+@example(ids=[-1, -2, 0.0, -0.0])
+@given(ids=lookalike_ids())
+def test_lookalike_ids_key_by_str(subject: Any, focus: str, ids: list[object]) -> None:
+    """Ids that differ invisibly are one session exactly when their keys (``str``, or
+    "default" when falsy) agree, for ``get_or_create_session`` (KEY-1, KEY-2) and for
+    ``in`` and ``drop_session`` after it (KEY-3)."""
+    with focused_on(focus):
+        manager = _manager(subject, "KEY-2")
+        created = "get_or_create_session of " + ", then ".join(map(repr, ids))
+        with calling("KEY-2", created):
+            sessions = [manager.get_or_create_session(i) for i in ids]
+        for (a, sa), (b, sb) in itertools.combinations(zip(ids, sessions, strict=True), 2):
+            # As ascii(): keys that differ invisibly read differently.
+            keys = f"keys {spec_key(a)!a} and {spec_key(b)!a}"
+            check_equal(sa is sb, spec_key(a) == spec_key(b), _key_clause(a, b),
+                        f"the sessions of {a!r} and {b!r} are one", f"{created}: {keys}")  # fmt: skip
+        for first, probe in itertools.permutations(ids, 2):
+            fresh = _manager(subject, "KEY-3")
+            call = f"get_or_create_session({first!r}), then {probe!r} in manager, drop({probe!r})"
+            with calling("KEY-3", call):
+                fresh.get_or_create_session(first)
+                same = fresh.get_or_create_session(probe) is fresh.get_or_create_session(first)
+                fresh = _manager(subject, "KEY-3")
+                fresh.get_or_create_session(first)
+                present = probe in fresh
+                fresh.drop_session(probe)
+                left = len(fresh)
+            when = f"{call}, where get_or_create_session({probe!r}) {'is' if same else 'is not'} it"
+            check_equal(present, same, "KEY-3", f"{probe!r} in manager", when)
+            check_equal(left, 0 if same else 1, "KEY-3", "len(manager)", when)

@@ -59,6 +59,10 @@ from sessionstate.conformance._machine.lock import (
     record_history,
     run_sequentially,
 )
+from sessionstate.conformance._machine.lock_capacity import (
+    judge_histories,
+    record_capacity_history,
+)
 from sessionstate.conformance._model.linearizability import LruModel, call_text, linearize
 from sessionstate.conformance.checks import calling, check, check_equal
 
@@ -208,12 +212,17 @@ def test_concurrent_calls_keep_counters_consistent(subject: Any, round_: int) ->
 def test_concurrent_histories_are_linearizable(subject: Any, batch: int) -> None:
     """Short concurrent histories (``LOCK5_HISTORIES_PER_EXAMPLE`` per example) have an
     order, consistent with real time, that the sequential model accepts. Undecided (out of
-    budget) histories never count as passes."""
+    budget) histories never count as passes. Every other history is one at capacity
+    (``lock_capacity``): threads hammering one id more than a full table holds."""
     histories = LOCK5_HISTORIES_PER_EXAMPLE
     undecided: list[str] = []
     for n in range(batch * histories, (batch + 1) * histories):
         seed = f"LOCK-5/{n}"
-        verdict = linearize(record_history(subject, seed), LruModel(MAX_SESSIONS))
+        if n % 2:
+            calls = record_capacity_history(subject, seed, admission=False)
+        else:
+            calls = record_history(subject, seed)
+        verdict = linearize(calls, LruModel(MAX_SESSIONS))
         if verdict.outcome == "not linearizable":
             fail_not_linearizable(verdict, seed)
         if verdict.outcome == "inconclusive":
@@ -224,4 +233,26 @@ def test_concurrent_histories_are_linearizable(subject: Any, batch: int) -> None
         "LOCK-5",
         f"decided histories={decided}, but should be at least {LOCK5_MIN_DECIDED:.0%} of "
         f"{histories}; undecided within the search budget: {', '.join(undecided[:3])}, ...",
+    )
+
+
+# LOCK-6 ---------------------------------------------------------------------------------
+
+
+@pytest.mark.clause("LOCK-6")
+# As LOCK-5: a batch of LOCK5_HISTORIES_PER_EXAMPLE histories per example, a tenth of the
+# profile's examples (at least two batches).
+@settings(max_examples=max(2, settings.default.max_examples // 10))  # type: ignore[union-attr]
+@given(batch=rounds)
+def test_admission_histories_are_linearizable(subject: Any, batch: int) -> None:
+    """With evict_when_full=False, threads hammering one id more than a full table holds
+    record histories that have an order, consistent with real time, that the sequential
+    model with admission control accepts: a refusal only where that order is full, never
+    two newcomers admitted into one free slot. Undecided histories never count as passes."""
+    histories = LOCK5_HISTORIES_PER_EXAMPLE
+    seeds = [f"LOCK-6/{n}" for n in range(batch * histories, (batch + 1) * histories)]
+    judge_histories(
+        "LOCK-6",
+        ((seed, record_capacity_history(subject, seed, admission=True)) for seed in seeds),
+        LruModel(MAX_SESSIONS, evict_when_full=False),
     )

@@ -24,12 +24,16 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     check = commands.add_parser(
         "check",
         help="run the conformance suite against a subject",
-        description="Run the conformance suite. Exit 0: every MUST clause passed; 1: a clause "
-        "failed; 2: usage error; 3: incomplete (a MUST clause was not checked to the end: a "
-        "test cut off at its time bound, crashed or lost, or the subject's code ended the "
-        "process); 4: infrastructure (the example database failed, or a report could not be "
-        "written: the verdict table is printed first); 130, 143, 129: interrupted by SIGINT, "
-        "SIGTERM, SIGHUP (the reports say incomplete). "
+        description="Run the conformance suite. Exit 0: every MUST clause passed (SHOULD "
+        "failures, expected failures that passed and unmatched expectations are warnings); 1: "
+        "a clause failed (any clause under --strict; under --reproduce, the case still fails); "
+        "2: usage error, or under --strict stale expectations; 3: incomplete (a MUST clause "
+        "was not checked to the end: a test cut off at its time bound, crashed or lost, the "
+        "subject's code ended the process, or its tests were skipped for a reason the subject "
+        "did not declare, such as contents with no model); 4: infrastructure (the example "
+        "database failed, or a report could not be written: the verdict table is printed "
+        "first); 130, 143, 129: interrupted by SIGINT, SIGTERM, SIGHUP (the reports say "
+        "incomplete). "
         "Report paths may be devices, FIFOs or /dev/stdout: those are written in place, "
         "files are replaced whole. Arguments after '--' go to pytest.",
     )
@@ -56,7 +60,8 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     check.add_argument(
         "--strict",
         action="store_true",
-        help="SHOULD failures and unmatched expectations fail the run",
+        help="SHOULD failures fail the run (exit 1), stale expectations too (exit 2: an entry "
+        "that matched nothing, an expected failure that passed)",
     )
     check.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failure")
     check.add_argument(
@@ -115,8 +120,9 @@ def _add_fuzz(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="fuzz the suite's properties against a subject (HypoFuzz, the [fuzz] extra)",
         description="Run the suite's properties under HypoFuzz for --seconds or until a "
         "failure, saving what it finds in an example database. Exit 0: nothing found (the "
-        "examples run per clause group are printed); 1: a clause failed (reported as "
-        "'sessionstate check' reports it); 2: usage error (--seconds must be finite and above "
+        "examples run per clause group are printed), or only a SHOULD clause failed (a "
+        "warning, as for 'check'); 1: a clause failed (reported as 'sessionstate check' "
+        "reports it, by the same exit policy); 2: usage error (--seconds must be finite and above "
         "0); 3: no example ran (give more --seconds), or the subject's code ended the "
         "process; 4: the example database cannot be reached or failed; 130, 143, 129: "
         "interrupted by SIGINT, SIGTERM, SIGHUP. Arguments after '--' go to pytest.",
@@ -156,6 +162,11 @@ def _add_fuzz(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="fuzz only the tests of this clause or group (repeatable): LRU-3, ADMIT",
     )
     fuzz.add_argument(
+        "--strict",
+        action="store_true",
+        help="a SHOULD clause's failure fails the run too (exit 1), as for 'check --strict'",
+    )
+    fuzz.add_argument(
         "--dashboard", action="store_true", help="serve HypoFuzz's live dashboard while fuzzing"
     )
     fuzz.add_argument(
@@ -170,7 +181,7 @@ def _fuzz(args: argparse.Namespace, passthrough: list[str]) -> int:
     options = FuzzOptions(
         target=args.target or DEFAULT_TARGET, seconds=args.seconds, workers=args.workers,
         database=args.database, clauses=args.clause, dashboard=args.dashboard, port=args.port,
-        pytest_args=passthrough,
+        pytest_args=passthrough, strict=args.strict,
     )  # fmt: skip
     return run_fuzz(options)
 
@@ -185,8 +196,12 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_check(commands)
     _add_fuzz(commands)
     commands.add_parser("spec", help="list the spec's clauses")
-    explain = commands.add_parser("explain", help="print a clause and the tests that check it")
-    explain.add_argument("clause", help="a clause id, e.g. LRU-3")
+    explain = commands.add_parser(
+        "explain", help="print where a clause lives: SPEC text, tests, models, zoo, reference"
+    )
+    explain.add_argument(
+        "clause", help="a clause id, any case (LRU-3, lru-3), or a group (LRU) to list its clauses"
+    )
     init = commands.add_parser("init", help="write a starter subject and a CI workflow")
     init.add_argument("directory", nargs="?", default=".", help="where to write (default: .)")
     init.add_argument("--force", action="store_true", help="overwrite existing files")

@@ -71,6 +71,25 @@ def test_notes_match_by_line_operator_and_replacement() -> None:
     assert not mutation.matches(note, {**mutant, "operator": "AddNot"})
 
 
+def test_a_base_class_mutant_is_judged_on_an_object_with_a_recompute_source() -> None:
+    """``StateObject.recomputable`` reads ``recompute_source.resident``, which no reference
+    object has: a mutant of that read is judged by OBJ-10 on the worked example that does."""
+    import mutation_test
+
+    from sessionstate.conformance.subject import load_subject
+
+    reference_run, *example_runs = mutation_test.commands(["base.py"])
+    assert "--sessionstate-subject" not in reference_run  # the default subject, the reference
+    assert reference_run[-4:] == ["--sessionstate-clause", "OBJ", "--sessionstate-clause", "RESET"]
+    assert len(example_runs) == 1
+    run = example_runs[0]
+    assert run[-2:] == ["--sessionstate-clause", "OBJ-10"]
+    subject = load_subject(run[run.index("--sessionstate-subject") + 1])
+    sources = [spec.factory().recompute_source for spec in subject.state_objects]
+    assert any(source is not None for source in sources)
+    assert len(mutation_test.commands(["manager.py"])) == 1
+
+
 @pytest.mark.parametrize("section", ["survivor", "closed"])
 def test_every_note_is_complete(section: str) -> None:
     notes = tomllib.loads((REPO / "bench" / "mutation-notes.toml").read_text(encoding="utf-8"))

@@ -74,13 +74,14 @@ class TestVerdicts:
         assert "<testsuite" in (tmp_path / "j.xml").read_text()
 
     def test_unmatched_expectation_warns_and_fails_under_strict(self, run_cli, tmp_path) -> None:
-        """An entry that matches nothing is a warning, and an error with --strict."""
+        """An entry that matches nothing is a warning, and under --strict a stale expectations
+        file: exit 2 (misuse), never 1, which only a clause failure gives."""
         (tmp_path / "expect.txt").write_text("LOCK-1 skip not run in this selection\n")
         result = run_cli("check", "--clause", "ENV", "--expectations", "expect.txt")
         assert result.returncode == 0
         assert "expectation LOCK-1 (line 1) matched no test or clause" in result.stdout
         strict = run_cli("check", "--clause", "ENV", "--expectations", "expect.txt", "--strict")
-        assert strict.returncode == 1
+        assert strict.returncode == 2
 
 
 class TestUsageErrors:

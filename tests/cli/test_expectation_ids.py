@@ -84,13 +84,14 @@ def test_the_docs_example_parses_and_each_entry_matches_the_suite(run_cli, tmp_p
 
 
 def test_strict_with_an_unmatched_expectation_does_not_print_conformant(run_cli, tmp_path):
-    """Exit 1, and the verdict line says why rather than CONFORMANT."""
+    """Exit 2 (a stale expectations file; no clause failed), and the verdict line says why
+    rather than CONFORMANT."""
     (tmp_path / "expect.txt").write_text("LOCK-1 skip not run in this selection\n")
     result = run_cli("check", "--clause", "ENV-1", "--expectations", "expect.txt", "--strict")
-    assert result.returncode == 1, result.stdout[-3000:] + result.stderr
+    assert result.returncode == 2, result.stdout[-3000:] + result.stderr
     verdict = [line for line in result.stdout.splitlines() if line.startswith("verdict:")]
     assert len(verdict) == 1, result.stdout[-3000:]
     assert "CONFORMANT" not in result.stdout
     assert verdict[0].startswith(
-        "verdict: FAILED (--strict: 1 expectation matched no test or clause) (1 passed)"
+        "verdict: STALE EXPECTATIONS (--strict: 1 expectation matched no test or clause) (1 passed)"
     ), verdict

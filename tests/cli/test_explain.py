@@ -101,3 +101,23 @@ def test_model_machine_and_reference_lines_are_real_lines_naming_it(
         source = (root / path).read_text(encoding="utf-8").splitlines()[int(number) - 1]
         assert source.strip().startswith(text.removesuffix("...").strip())
         assert re.search(r"LRU-4\b|LRU-[1-3]\.\.[4-9]", source), line
+
+
+def test_ids_in_any_case_and_groups(tmp_path: Path) -> None:
+    """``lru-4`` is LRU-4; ``lru`` lists the group's clauses; an unknown id is one line."""
+    import subprocess
+    import sys
+
+    def explain(arg: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "sessionstate", "explain", arg]
+        return subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+
+    lower, upper = explain("lru-4"), explain("LRU-4")
+    assert lower.returncode == 0 and lower.stdout == upper.stdout
+    group = explain("lru")
+    assert group.returncode == 0, group.stderr
+    listed = [line.split()[0] for line in group.stdout.splitlines()[1:]]
+    assert listed == [f"LRU-{n}" for n in range(1, len(listed) + 1)] and len(listed) >= 8
+    unknown = explain("LRU-44")
+    assert unknown.returncode == 2 and unknown.stdout == ""
+    assert unknown.stderr.count("\n") == 1 and "did you mean 'LRU-4'?" in unknown.stderr

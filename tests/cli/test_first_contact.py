@@ -24,7 +24,12 @@ SUBJECT = """\
 from sessionstate.conformance import Subject
 from sessionstate.reference import resolve_session_state_config
 
-subject = Subject(name="next-to-me", config_resolver=resolve_session_state_config)
+
+def resolver(*, enable, max_sessions):  # a hook of its own: the reference's alone is refused
+    return resolve_session_state_config(enable=enable, max_sessions=max_sessions)
+
+
+subject = Subject(name="next-to-me", config_resolver=resolver)
 """
 
 

@@ -14,7 +14,10 @@ SUBJECT = """
     from sessionstate.conformance import Subject
     from sessionstate.reference import resolve_session_state_config
 
-    subject = Subject(name="local", config_resolver=resolve_session_state_config)
+    def resolver(*, enable, max_sessions):  # its own hook: the reference's alone is refused
+        return resolve_session_state_config(enable=enable, max_sessions=max_sessions)
+
+    subject = Subject(name="local", config_resolver=resolver)
 """
 
 

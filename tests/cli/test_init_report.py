@@ -18,8 +18,10 @@ def _results(subject: str, outcomes: dict[str, str]) -> dict[str, object]:
     }
 
 
-def test_init_then_check_gives_exit_0_and_three_reports(run_cli, tmp_path: Path) -> None:
-    """init writes a subject on the reference that passes the whole suite unedited."""
+def test_init_then_check_refuses_the_untouched_template(run_cli, tmp_path: Path) -> None:
+    """Unedited, the template's every hook is the reference's: checking it would test the
+    reference under "my-backend", so the check exits 2 with one line naming the file to
+    edit. With one hook of the user's own it runs, and its header says whose each hook is."""
     init = run_cli("init", "project")
     assert init.returncode == 0, init.stderr
     project = tmp_path / "project"
@@ -28,15 +30,39 @@ def test_init_then_check_gives_exit_0_and_three_reports(run_cli, tmp_path: Path)
     assert "sessionstate check conformance_subject:subject" in workflow
     assert "GITHUB_STEP_SUMMARY" in workflow and "actions/cache" in workflow
     shutil.move(str(project / "conformance_subject.py"), tmp_path / "conformance_subject.py")
+    untouched = run_cli("check", "conformance_subject:subject", "--report-json", "r/results.json")
+    assert untouched.returncode == 2, untouched.stdout[-3000:] + untouched.stderr
+    (line,) = untouched.stderr.strip().splitlines()
+    assert "subject 'my-backend' brings no hook of its own" in line
+    assert "edit conformance_subject.py" in line
+    assert not (tmp_path / "r/results.json").exists()
+
+    source = (tmp_path / "conformance_subject.py").read_text()
+    own = "config_resolver=my_resolver,"
+    edited = source.replace("config_resolver=resolve_session_state_config,", own)
+    assert edited != source
+    edited = edited.replace(
+        "subject = Subject(",
+        "def my_resolver(*, enable, max_sessions):\n"
+        "    return resolve_session_state_config(enable=enable, max_sessions=max_sessions)\n\n\n"
+        "subject = Subject(",
+    )
+    (tmp_path / "conformance_subject.py").write_text(edited)
     check = run_cli(
-        "check", "conformance_subject:subject", "--junitxml", "r/junit.xml",
+        "check", "conformance_subject:subject", "--clause", "ENV", "--junitxml", "r/junit.xml",
         "--markdown", "r/summary.md", "--report-json", "r/results.json",
     )  # fmt: skip
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr
+    assert "hooks: own config_resolver; the reference's manager_factory, accounting" in check.stdout
     results = json.loads((tmp_path / "r/results.json").read_text())
     assert results["verdict"] == "conformant"
+    assert results["hooks"] == {
+        "own": ["config_resolver"],
+        "reference": ["manager_factory", "accounting"],
+    }
     assert "<testsuite" in (tmp_path / "r/junit.xml").read_text()
-    assert "is conformant" in (tmp_path / "r/summary.md").read_text()
+    summary = (tmp_path / "r/summary.md").read_text()
+    assert "is conformant" in summary and "hooks: own config\\_resolver" in summary
 
 
 def test_init_refuses_to_overwrite_without_force(run_cli, tmp_path: Path) -> None:

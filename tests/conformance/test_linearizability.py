@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from sessionstate.conformance._model.linearizability import (
+    REFUSED,
     Call,
     LruModel,
     Recorder,
@@ -236,3 +237,34 @@ class TestRecorder:
             "'a' in manager",
             "stats()",
         ]
+
+
+class TestAdmission:
+    """``LruModel(evict_when_full=False)``: a refusal is accepted only on a full table."""
+
+    def test_refusal_on_a_full_table(self) -> None:
+        calls = sequential(("get a", "s0"), ("get b", REFUSED), ("in b", False), ("len", 1))
+        assert linearize(calls, LruModel(1, evict_when_full=False)).linearizable
+
+    def test_refusal_with_room_is_rejected(self) -> None:
+        verdict = linearize(sequential(("get a", REFUSED)), LruModel(1, evict_when_full=False))
+        assert verdict.outcome == "not linearizable"
+        assert verdict.rejected == [(0, "a new session")]
+
+    def test_two_newcomers_in_one_slot_are_rejected(self) -> None:
+        """Two overlapping misses both admitted into the last free slot."""
+        calls = [call("A", "get a", "s0", 0, 3), call("B", "get b", "s1", 1, 2)]
+        verdict = linearize(calls, LruModel(1, evict_when_full=False))
+        assert verdict.outcome == "not linearizable"
+
+    def test_overlapping_drop_makes_room(self) -> None:
+        """A miss overlapping a drop of the one resident session may be admitted."""
+        calls = [call("S", "get a", "s0", 0, 1), call("A", "get b", "s1", 2, 5),
+                 call("B", "drop a", True, 3, 4)]  # fmt: skip
+        assert linearize(calls, LruModel(1, evict_when_full=False)).linearizable
+
+    def test_a_refusal_is_no_session_label(self) -> None:
+        """The recorder keeps REFUSED as it is: it is not a session to label."""
+        recorder = Recorder()
+        recorder.call("get_or_create_session", ("a",), lambda: REFUSED)
+        assert recorder.calls[0].result is REFUSED

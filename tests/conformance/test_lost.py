@@ -12,12 +12,14 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from sessionstate.conformance import Subject
 from sessionstate.conformance._machine.lost import (
+    POOL,
     LostMachine,
     Meddle,
     check_atomic,
     lost_error_problem,
 )
 from sessionstate.conformance.checks import ClauseFailure
+from sessionstate.conformance.strategies import TRICKY_SESSION_IDS
 from sessionstate.fixtures.zoo import ZOO
 from sessionstate.fixtures.zoo._kit import ZooManager
 from sessionstate.reference import SessionState, SessionStateLostError, SessionStateManager
@@ -137,6 +139,25 @@ ERRORS = [
     ("key-error", KeyError("a"), "its class KeyError is not (a subclass of one) named"),
     ("no-key", SessionStateLostError("lost"), "does not name the key 'a'"),
 ]
+
+
+@pytest.mark.parametrize("session_id", TRICKY_SESSION_IDS)
+def test_the_lost_error_may_name_the_key_as_repr_shows_it(session_id: str) -> None:
+    """Upstream's idiom, ``f"... {key!r} ..."``, names a key holding a quote, a backslash, a
+    control character or non-ASCII text differently from the key itself: both forms name it."""
+    assert (
+        lost_error_problem(SessionStateLostError(f"session {session_id!r} is lost"), session_id)
+        is None
+    )
+    assert (
+        lost_error_problem(SessionStateLostError(f"session {session_id} is lost"), session_id)
+        is None
+    )
+    assert lost_error_problem(SessionStateLostError("a session is lost"), session_id) is not None
+
+
+def test_the_lost_machine_draws_an_id_repr_shows_otherwise() -> None:
+    assert [i for i in POOL if isinstance(i, str) and i not in repr(i)] == ["C:\\tmp\tnew\nline"]
 
 
 @pytest.mark.parametrize(("error", "problem"), [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS])

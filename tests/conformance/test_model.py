@@ -316,3 +316,23 @@ def test_learn_keys_names_a_str_keyed_manager_key_1() -> None:
     assert semantics.get_key(7) == semantics.get_key("7")
     assert semantics.contains_key(7) != semantics.get_key(7)
     assert key_clause(SESSION_IDS, semantics) == "KEY-1"
+
+
+@pytest.mark.parametrize(
+    ("zoo_module", "reorders"),
+    [
+        ("drop_reorders_table", {"present", "absent"}),  # its drops do sort the table
+        ("lru_mru_eviction", set()),  # evicts the newest with or without a drop
+        ("lru_hit_no_refresh", set()),
+    ],
+)
+def test_drops_are_blamed_only_for_what_a_drop_changes(zoo_module: str, reorders: set[str]) -> None:
+    """A wrong victim after a drop is the drop's only where the same misses without a drop
+    evict oldest first: an MRU-evicting manager's LRU-4 bug is never put on DROP-1."""
+    import importlib
+
+    from sessionstate.conformance._machine.manager import drop_reorders
+
+    module = importlib.import_module(f"sessionstate.fixtures.zoo.{zoo_module}")
+    assert drop_reorders(module.subject) == reorders
+    assert drop_reorders(reference) == frozenset()

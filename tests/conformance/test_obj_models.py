@@ -14,6 +14,7 @@ from sessionstate.conformance import StateObjectSpec, UsageError
 from sessionstate.conformance._machine.obj import OBJ_CLAUSES, spec_params
 from sessionstate.conformance._model.objects import ModelMirror, check_recomputable
 from sessionstate.conformance.checks import ClauseFailure
+from sessionstate.conformance.specs import LogModel
 from sessionstate.fixtures import state_object_specs as specs
 from sessionstate.fixtures.state_object_specs import (
     EncodeOnceKVModel,
@@ -213,13 +214,23 @@ class TestSpecParams:
         (param,) = spec_params([specs.LATENT_BUFFER])
         assert _clauses(param) == [*OBJ_CLAUSES, "OBJ-9"] and not _skips(param)
 
-    def test_a_spec_without_a_model_skips_obj_9_naming_it(self) -> None:
-        """As a missing capability: a skipped item, so OBJ-9 never passes vacuously."""
+    def test_a_spec_without_a_model_leaves_obj_9_not_checked_naming_it(self) -> None:
+        """A skipped item whose reason says *not checked*: OBJ-9 is then unchecked, never
+        passed nor merely skipped (``results``)."""
         bare = StateObjectSpec("Bare", specs.LatentBuffer, {}, specs.latent_items)
         checked, skipped = spec_params([bare])
         assert (checked.id, _clauses(checked), _skips(checked)) == ("Bare", list(OBJ_CLAUSES), [])
         assert (skipped.id, _clauses(skipped)) == ("Bare-no-model", ["OBJ-9"])
-        assert _skips(skipped) == ["OBJ-9 needs a model, which spec 'Bare' does not declare"]
+        assert _skips(skipped) == [
+            "not checked: contents of spec 'Bare': OBJ-9 needs its model= or a contents= kind"
+        ]
+
+    def test_a_contents_kind_is_a_model(self) -> None:
+        """``contents="log"``: the suite's own model checks OBJ-9, no skipped item."""
+        log = StateObjectSpec("Log", specs.LatentBuffer, {}, specs.latent_items, contents="log")
+        (param,) = spec_params([log])
+        assert _clauses(param) == [*OBJ_CLAUSES, "OBJ-9"] and not _skips(param)
+        assert log.oracle() is LogModel
 
     def test_no_specs_is_one_item_for_every_clause(self) -> None:
         (param,) = spec_params([])
@@ -236,7 +247,12 @@ def _skips(param: Any) -> list[str]:
 
 @pytest.mark.parametrize(
     ("fields", "named"),
-    [({"model": 3}, "model"), ({"observations": {"n": 1}}, "observations")],
+    [
+        ({"model": 3}, "model"),
+        ({"observations": {"n": 1}}, "observations"),
+        ({"contents": "ring"}, "contents must be one of 'log'"),
+        ({"contents": "log", "model": LatentBufferModel}, "a model or a contents kind, not both"),
+    ],
 )
 def test_malformed_model_fields_are_usage_errors(fields: dict[str, Any], named: str) -> None:
     with pytest.raises(UsageError, match=named):

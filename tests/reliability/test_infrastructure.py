@@ -43,14 +43,14 @@ from sessionstate.conformance._harness.database import (
     merge_faults,
     redact,
 )
-from sessionstate.conformance._harness.results import results_json
-from sessionstate.conformance._harness.runner import (
+from sessionstate.conformance._harness.exit_policy import (
     EXIT_FAILED,
     EXIT_INCOMPLETE,
     EXIT_INFRASTRUCTURE,
     EXIT_OK,
-    infrastructure_status,
 )
+from sessionstate.conformance._harness.results import results_json
+from sessionstate.conformance._harness.runner import infrastructure_status
 
 SECRET = "s3cret"
 KEY, VALUE = b"a test's key", b"a failing case"

@@ -18,8 +18,10 @@ from sessionstate.fixtures.alternative_manager import AlternativeManager
 
 TARGET = "sessionstate.fixtures.alternative_manager:subject"
 #: Every group but ADAPT, which needs a model adapter spec the alternative does
-#: not bring (its AltBuffer spec runs the OBJ clauses).
+#: not bring (its AltBuffer spec runs the OBJ clauses). LOST runs on its own
+#: ``require_session``, a second design beside the reference's.
 CORE_GROUPS = ("KEY", "LRU", "RESET", "DROP", "ACCT", "STATS", "ENV", "LOCK", "OBJ", "ADMIT")
+CORE_GROUPS += ("LOST",)
 
 
 def test_alternative_passes_every_clause(run_check: Any) -> None:
@@ -45,3 +47,12 @@ def test_alternative_is_a_different_design() -> None:
     assert imports == ["from sessionstate.reference import StateObject"]
     # Its buffer's OBJ-9 model is its own too, not one of our specs' models.
     assert "state_object_specs" not in source
+
+
+def test_warning_through_a_non_propagating_logger_passes(run_check: Any) -> None:
+    """A resolver that logs ENV-5's warning through a logger with a handler of its own and
+    ``propagate=False`` (as vLLM's loggers are) passes every ENV clause."""
+    run = run_check("sessionstate.fixtures.own_logger_resolver:subject", ["ENV"])
+    assert run.report["verdict"] == "conformant", run.describe()
+    env = {cid: o for cid, o in run.outcomes().items() if cid.startswith("ENV-")}
+    assert env == {f"ENV-{n}": "passed" for n in range(1, 7)}, run.describe()

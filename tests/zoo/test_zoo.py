@@ -21,6 +21,7 @@ from sessionstate.fixtures.zoo import ZOO, ZooEntry
 
 REFERENCE = "sessionstate.fixtures.reference_subject:subject"
 BASELINE = "sessionstate.fixtures.zoo._kit:baseline"
+HEAP_BASELINE = "sessionstate.fixtures.zoo._heap_kit:heap_baseline"
 
 
 def _should_only(entry: ZooEntry) -> bool:
@@ -76,6 +77,13 @@ def test_reference_passes_every_clause(run_check: Any) -> None:
 def test_kit_baseline_passes_every_clause(run_check: Any) -> None:
     """The zoo's scaffolding without a planted bug passes, so each failure is the planted bug."""
     _clean_pass(BASELINE, run_check)
+
+
+def test_heap_kit_baseline_passes_every_clause(run_check: Any) -> None:
+    """The lazily-deleted recency heap with no bug planted passes: the LRU machines' runs
+    of hits and bursts of misses, and the histories at capacity, fail no correct design
+    of that kind (a false-positive check)."""
+    _clean_pass(HEAP_BASELINE, run_check)
 
 
 def test_registry_lists_every_zoo_module() -> None:

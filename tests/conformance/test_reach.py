@@ -1,0 +1,80 @@
+"""The LRU machines and the LOCK histories reach what lazily-kept recency and racing
+admission get wrong (``bench/reach_runs.py``; the shares are published in BENCHMARKS.md).
+
+The program counts are derandomized, so they are exact for this code; the floors sit
+well under them, so a change of strategy that loses the reach fails here rather than
+letting a lazily-deleted heap's bugs pass silently. The history counts depend on thread
+timing; their floors sit far under the shares measured on a loaded machine.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from sessionstate.conformance._machine.manager import ManagerMachine, OrderMachine
+from sessionstate.fixtures.reference_subject import subject
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import reach_runs
+
+G, C = "get_or_create_session", "counters"
+
+
+def _counters(evictions: int) -> tuple[str, None, dict[str, int]]:
+    return (C, None, {"hits": 0, "misses": 0, "evictions": evictions})
+
+
+class TestLongRunThenEvictions:
+    def test_sixteen_hits_on_three_sessions_then_two_evictions(self) -> None:
+        run = [(G, k, True) for k in "abc" * 5 + "a"]
+        trace = [_counters(0), *run, (G, "d", False), _counters(1), (G, "e", False), _counters(2)]
+        assert reach_runs.long_run_then_evictions(trace)
+
+    def test_fifteen_hits_are_not_a_long_run(self) -> None:
+        run = [(G, "a", True)] * 15
+        trace = [*run, (G, "d", False), _counters(1), (G, "e", False), _counters(2)]
+        assert not reach_runs.long_run_then_evictions(trace)
+
+    def test_four_sessions_are_not_few(self) -> None:
+        run = [(G, k, True) for k in "abcd" * 4]
+        trace = [*run, (G, "e", False), _counters(2)]
+        assert not reach_runs.long_run_then_evictions(trace)
+
+    def test_one_eviction_after_the_run_is_not_a_burst(self) -> None:
+        trace = [*[(G, "a", True)] * 16, (G, "d", False), _counters(1)]
+        assert not reach_runs.long_run_then_evictions(trace)
+
+    def test_evictions_before_the_run_do_not_count(self) -> None:
+        trace = [_counters(5), *[(G, "a", True)] * 16, (G, "d", False), _counters(6)]
+        assert not reach_runs.long_run_then_evictions(trace)
+
+
+@pytest.mark.parametrize(
+    ("machine", "profile", "floor"),
+    [
+        (ManagerMachine, {"max_examples": 60, "stateful_step_count": 30}, 0.25),
+        (OrderMachine, {"max_examples": 60, "stateful_step_count": 30}, 0.15),
+        (OrderMachine, {"max_examples": 15, "stateful_step_count": 20}, 0.1),
+    ],
+)
+def test_lru_programs_reach_long_runs_then_evictions(
+    machine: type[ManagerMachine], profile: dict[str, int], floor: float
+) -> None:
+    """At the ci (and, for the order machine, quick) profile's sizes, a share of programs
+    holds 16 hits on at most 3 sessions followed by 2 evictions."""
+    reached, programs = reach_runs.program_reach(machine, subject, **profile)
+    assert programs >= profile["max_examples"]
+    assert reached / programs >= floor, (reached, programs)
+
+
+@pytest.mark.parametrize(
+    ("kind", "floor"), [("LOCK-5 at capacity", 0.4), ("LOCK-6 admission", 0.4)]
+)
+def test_histories_overlap_a_hit_and_a_miss_at_capacity(kind: str, floor: float) -> None:
+    """Threaded histories at capacity put a hit and a miss on a full table side by side."""
+    reached, histories = reach_runs.history_reach(subject, kind, 20)
+    assert reached / histories >= floor, (reached, histories)
