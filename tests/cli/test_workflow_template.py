@@ -89,6 +89,19 @@ def test_every_run_step_succeeds_and_writes_the_job_summary(project: Path, tmp_p
         "Run the conformance suite",
         "Job summary",
     ]
+    # The untouched template is refused (every hook the reference's): bring one's own.
+    subject = project / "conformance_subject.py"
+    source = subject.read_text()
+    edited = source.replace(
+        "config_resolver=resolve_session_state_config,", "config_resolver=my_resolver,"
+    ).replace(
+        "subject = Subject(",
+        "def my_resolver(*, enable, max_sessions):\n"
+        "    return resolve_session_state_config(enable=enable, max_sessions=max_sessions)\n\n\n"
+        "subject = Subject(",
+    )
+    assert edited != source
+    subject.write_text(edited)
     env = _env(project, tmp_path, SESSIONSTATE_REQUIREMENT="/wheels/sessionstate.whl")
     for name, step in steps.items():
         result = _bash(step["run"], project, env)

@@ -57,7 +57,9 @@ def test_every_tagged_test_is_listed(clause_id: str, collected: dict[str, list[s
 @pytest.mark.parametrize("clause_id", sorted(all_clauses()))
 def test_every_listed_place_exists_and_names_the_clause(clause_id: str) -> None:
     places = [
-        *explain.mentions(clause_id, [_ROOT / "conformance/_model", _ROOT / "conformance/_machine"]),
+        *explain.mentions(
+            clause_id, [_ROOT / "conformance/_model", _ROOT / "conformance/_machine"]
+        ),
         *explain.mentions(clause_id, explain.public_models()),
         *explain.reference_tags(clause_id),
     ]
