@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import zipfile
+from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["tests", "typecheck", "lint"]
+nox.options.sessions = ["tests", "typecheck", "lint", "package", "docs"]
 nox.options.default_venv_backend = "venv"
 
 TORCH = os.environ.get("SESSIONSTATE_TORCH", "torch==2.13.0")
@@ -27,7 +29,8 @@ def install(session: nox.Session, extras: str = "test") -> None:
 def tests(session: nox.Session) -> None:
     """The project's own tests (reference unit tests, suite self-tests), in parallel; with
     the ``[fuzz]`` extra, for the Redis client tests/cli/test_database.py uses."""
-    install(session, "test,fuzz")
+    # [docs]: tests/docs builds the API reference (Sphinx) with warnings as errors.
+    install(session, "test,fuzz,docs")
     # Exit 5 ("no tests collected") fails the session, as CI requires: a run that
     # collects nothing has checked nothing. A narrowed run that may select nothing
     # says so itself (`nox -s tests -- -k ...`).
@@ -58,6 +61,37 @@ def lint(session: nox.Session) -> None:
     session.install("ruff")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def package(session: nox.Session) -> None:
+    """Build the sdist and the wheel as a release would (``python -m build``) and check
+    them (``twine check --strict``): a release is then one upload away. The wheel must
+    carry the SPEC, the type markers and the console script."""
+    session.install("build", "twine")
+    for folder in ("build", "dist"):
+        shutil.rmtree(folder, ignore_errors=True)
+    session.run("python", "-m", "build", "--outdir", "dist")
+    built = sorted(str(path) for path in Path("dist").iterdir())
+    session.run("twine", "check", "--strict", *built)
+    (wheel,) = (path for path in built if path.endswith(".whl"))
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+        scripts = archive.read(entry_points).decode()
+    wanted = {"sessionstate/conformance/SPEC.md", "sessionstate/py.typed"}
+    if not wanted <= names or "sessionstate = sessionstate.cli:main" not in scripts:
+        session.error(f"{wheel} lacks {sorted(wanted - names)} or the sessionstate script")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The API reference (Sphinx, from the docstrings), warnings as errors, into
+    build/docs/html."""
+    install(session, "docs")
+    session.run(
+        "sphinx-build", "-W", "--keep-going", "-b", "html", "-q", "docs/api", "build/docs/html"
+    )
 
 
 @nox.session

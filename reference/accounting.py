@@ -258,6 +258,19 @@ class _Walk:
         self.totals[device] = self.totals.get(device, 0) + nbytes
 
     def tensor(self, tensor: torch.Tensor) -> None:
+        if tensor.is_nested:
+            # ACCT-9: a nested tensor counts the storages it is built from, as a sparse
+            # one does: a jagged one's untyped_storage() is a placeholder of its values'
+            # size (no address, not values()'s storage), so counting it would count the
+            # values twice beside n.values() and the offsets never.
+            try:
+                components = _nested_components(tensor)
+            except (AttributeError, NotImplementedError, RuntimeError):
+                components = []  # a nested layout this torch builds otherwise: its storage below
+            for part in components:
+                self.tensor(part)
+            if components:
+                return
         try:
             storage = tensor.untyped_storage()
         except (NotImplementedError, RuntimeError):
@@ -340,6 +353,25 @@ def _address(storage: torch.UntypedStorage) -> int | None:
         return int(storage.data_ptr())
     except RuntimeError:
         return None
+
+
+def _nested_components(tensor: torch.Tensor) -> list[torch.Tensor]:
+    """The tensors a nested tensor is built from (ACCT-9): a jagged one's inner tensors
+    (values, offsets, lengths when set, the zero-byte seqlen tensors); a strided one's
+    buffer and its size, stride and offset metadata (host tensors)."""
+    if tensor.layout is torch.jagged:
+        names, _ = tensor.__tensor_flatten__()  # type: ignore[attr-defined]
+        inner = (getattr(tensor, name) for name in names)
+        return [part for part in inner if isinstance(part, torch.Tensor)]
+    buffer = torch.empty(0, dtype=tensor.dtype, device=tensor.device)
+    with torch.no_grad():
+        buffer.set_(tensor.untyped_storage())  # the buffer as a plain tensor over it
+    return [
+        buffer,
+        tensor._nested_tensor_size(),
+        tensor._nested_tensor_strides(),
+        tensor._nested_tensor_storage_offsets(),
+    ]
 
 
 def _sparse_components(tensor: torch.Tensor) -> tuple[torch.Tensor, ...]:

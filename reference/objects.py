@@ -1,4 +1,4 @@
-"""Concrete ``StateObject``s known upstream: a latent/frame ring, encode-once
+"""Concrete ``StateObject`` classes known upstream: a latent/frame ring, encode-once
 K/V, and never-evictable fixed-size state."""
 
 from __future__ import annotations

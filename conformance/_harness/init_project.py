@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from pathlib import Path
 
 from sessionstate.conformance._harness.atomic import stage, write_error
+from sessionstate.conformance._harness.requirement import InstallSource, install_source
 from sessionstate.conformance.subject import UsageError
 
-__all__ = ["init_project"]
+__all__ = ["init_project", "workflow_text"]
 
 SUBJECT_TEMPLATE = '''\
 """The subject the session-state conformance suite checks: edit it to point at YOUR code.
@@ -52,36 +54,61 @@ subject = Subject(
 WORKFLOW_TEMPLATE = """\
 # Session-state conformance: runs the sessionstate suite against conformance_subject.py.
 # Pushes and pull requests run the derandomized `ci` profile (reproducible gating); a nightly
-# run explores with the randomized `deep` profile, whose example database is cached so that a
-# failure found once is replayed first on every later run.
+# run explores with the randomized `deep` profile. Its example database is cached under a new
+# key every run (the newest one is restored first), so that a failure found once is replayed
+# first on every later run, nightly runs on an unchanged commit included.
 name: sessionstate conformance
 on:
   push:
   pull_request:
+  workflow_dispatch:
   schedule:
     - cron: "17 3 * * *"
+# Least privilege: the job reads the repository; only the step publishing the results
+# as a check run writes (its job asks for checks: write).
+permissions:
+  contents: read
+# One run per branch at a time; a newer push to a pull request cancels the older run.
+concurrency:
+  group: ${{{{ github.workflow }}}}-${{{{ github.ref }}}}
+  cancel-in-progress: ${{{{ github.event_name == 'pull_request' }}}}
 jobs:
   conformance:
     runs-on: ubuntu-latest
+    # The `ci` profile takes minutes; the nightly `deep` one longer. A hung run stops here.
+    timeout-minutes: 90
+    permissions:
+      contents: read
+      checks: write
     env:
-      # Where sessionstate comes from: the one line to change. It is not on PyPI yet, so
-      # name its git repository as a pip requirement, at a tag or commit so that every run
-      # checks against the same suite:
+      # Where sessionstate comes from: the one line to change. `sessionstate init` filled
+      # it from how sessionstate was installed where it ran ({requirement_how}).
+      # A runner installs it from a git repository, pinned to a tag or commit so that every
+      # run checks against the same suite:
       #   sessionstate @ git+https://github.com/<owner>/<repo>@<tag-or-commit>
-      # Once it is on PyPI, this becomes: sessionstate=={version}
-      SESSIONSTATE_REQUIREMENT: "sessionstate @ git+https://github.com/OWNER/REPO@v{version}"
+      # or from a wheel committed to this repository (build one with `python -m build`):
+      #   ./ci/sessionstate-{version}-py3-none-any.whl
+      # Once sessionstate is on PyPI: sessionstate=={version}
+      SESSIONSTATE_REQUIREMENT: {requirement}
       PROFILE: ${{{{ github.event_name == 'schedule' && 'deep' || 'ci' }}}}
       SESSIONSTATE_HYPOTHESIS_DB: .hypothesis/sessionstate
     steps:
-      - uses: actions/checkout@v4
-      - uses: actions/setup-python@v5
+      - uses: actions/checkout@v5
+      - uses: actions/setup-python@v6
         with:
           python-version: "3.11"
-      - uses: actions/cache@v4
+          # pip's downloads, keyed by this file: it names what is installed.
+          cache: pip
+          cache-dependency-path: .github/workflows/sessionstate.yml
+      # A cache entry is never overwritten, so the key is new every run and the newest
+      # entry of this branch (else of any branch this one may read) is restored.
+      - uses: actions/cache@v5
         with:
           path: .hypothesis
-          key: hypothesis-${{{{ github.ref_name }}}}-${{{{ github.sha }}}}
-          restore-keys: hypothesis-${{{{ github.ref_name }}}}-
+          key: hypothesis-${{{{ github.ref_name }}}}-${{{{ github.run_id }}}}-${{{{ github.run_attempt }}}}
+          restore-keys: |
+            hypothesis-${{{{ github.ref_name }}}}-
+            hypothesis-
       # torch first, from PyTorch's CPU index: PyPI's Linux torch is a CUDA build that pulls
       # gigabytes of CUDA libraries a GPU-less runner never uses, and once a torch is
       # installed nothing below replaces it. Pin it (torch==X.Y.Z) to test the torch you ship.
@@ -92,6 +119,9 @@ jobs:
           case "$SESSIONSTATE_REQUIREMENT" in
             *OWNER/REPO*)
               echo "::error::set SESSIONSTATE_REQUIREMENT in this workflow to where sessionstate comes from"
+              exit 1 ;;
+            *file://*)
+              echo "::error::SESSIONSTATE_REQUIREMENT names a path on the machine that ran sessionstate init, which a runner cannot reach: set it to a git URL or a wheel committed to this repository"
               exit 1 ;;
           esac
           pip install "$SESSIONSTATE_REQUIREMENT"
@@ -110,16 +140,29 @@ jobs:
           sessionstate check conformance_subject:subject --profile "$PROFILE"
           --junitxml reports/junit.xml --markdown reports/summary.md
           --report-json reports/sessionstate.json
-      # Also when the suite failed; the file is missing when it never ran (a failed install).
+      # The steps below run also when the suite failed; reports/ is missing when it never
+      # ran (a failed install), and each of them then does nothing.
       - name: Job summary
         if: always()
         run: |
           if [ -f reports/summary.md ]; then
             cat reports/summary.md >> "$GITHUB_STEP_SUMMARY"
           fi
+      # One check run with a line per test, failures annotated. A pull request from a fork
+      # gets a read-only token that cannot create check runs: its results are in the job
+      # summary and the artifact.
+      - name: Publish the test results
+        if: >-
+          always() && (github.event_name != 'pull_request'
+          || github.event.pull_request.head.repo.full_name == github.repository)
+        uses: mikepenz/action-junit-report@v5
+        with:
+          report_paths: reports/junit.xml
+          check_name: sessionstate conformance results
+          require_tests: false
       - name: Upload the reports
         if: always()
-        uses: actions/upload-artifact@v4
+        uses: actions/upload-artifact@v6
         with:
           name: sessionstate-report
           path: reports/
@@ -127,8 +170,13 @@ jobs:
 """
 
 
-def init_project(directory: str, force: bool = False) -> list[Path]:
+def init_project(
+    directory: str, force: bool = False, source: InstallSource | None = None
+) -> list[Path]:
     """Write the starter files into ``directory``; refuse to overwrite unless ``force``.
+
+    The workflow installs sessionstate by ``source`` (default: how this one was
+    installed, ``install_source()``).
 
     All or nothing: every destination is checked first (the folder is a folder, no file
     is a directory or a dangling symbolic link, which is never followed), then every
@@ -141,8 +189,8 @@ def init_project(directory: str, force: bool = False) -> list[Path]:
     root = Path(directory)
     files = {
         root / "conformance_subject.py": SUBJECT_TEMPLATE,
-        root / ".github" / "workflows" / "sessionstate.yml": WORKFLOW_TEMPLATE.format(
-            version=__version__
+        root / ".github" / "workflows" / "sessionstate.yml": workflow_text(
+            install_source() if source is None else source, __version__
         ),
     }
     for path in files:
@@ -164,6 +212,14 @@ def init_project(directory: str, force: bool = False) -> list[Path]:
         where = error.filename or directory
         raise UsageError(f"cannot write {str(where)!r}: {write_error(error)}") from None
     return list(files)
+
+
+def workflow_text(source: InstallSource, version: str) -> str:
+    """The workflow, installing sessionstate by ``source``'s requirement."""
+    # A JSON string is a YAML double-quoted scalar: any URL or path stays one value.
+    return WORKFLOW_TEMPLATE.format(
+        version=version, requirement=json.dumps(source.requirement), requirement_how=source.how
+    )
 
 
 def _check_destination(path: Path, force: bool) -> None:

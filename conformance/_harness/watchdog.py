@@ -153,6 +153,9 @@ _LIBRARIES = (
     "_pytest", "pytest", "pluggy", "xdist", "execnet", "hypothesis", "_hypothesis_pytestplugin",
     "_hypothesis_globals", "_hypothesis_ftz_detector", "sortedcontainers", "attr", "coverage",
     "iniconfig", "packaging", "typing_extensions", "exceptiongroup", "torch", "numpy",
+    # torch's own dependencies, which it imports lazily: the first jagged nested tensor
+    # imports torch.distributed.tensor and with it sympy (seconds on a loaded machine).
+    "sympy", "mpmath", "networkx", "jinja2", "markupsafe", "filelock", "fsspec",
 )  # fmt: skip
 _kinds: dict[str, int] = {}
 

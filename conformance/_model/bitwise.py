@@ -295,9 +295,31 @@ def _add_tensor(
             (f"{path}.values()", p)
             for p in (tensor.ccol_indices(), tensor.row_indices(), tensor.values())
         ]
+    if tensor.is_nested:
+        return _nested_parts(tensor, path)
     storage = tensor.untyped_storage()
     found.setdefault(id(storage), Memory(storage, str(tensor.device), storage.nbytes(), path))
     return []
+
+
+def _nested_parts(tensor: torch.Tensor, path: str) -> list[tuple[str, object]]:
+    """ACCT-9: a nested tensor's memory is the tensors it is built from. A jagged one
+    names them in ``__tensor_flatten__``; a strided one is its buffer (its storage, as
+    a plain tensor) and its size, stride and offset metadata tensors."""
+    import torch
+
+    if tensor.layout == torch.jagged:
+        names = tensor.__tensor_flatten__()[0]  # type: ignore[attr-defined]
+        return [(f"{path}.{name}", getattr(tensor, name)) for name in names]
+    buffer = torch.empty(0, dtype=tensor.dtype, device=tensor.device)
+    with torch.no_grad():
+        buffer.set_(tensor.untyped_storage())
+    return [
+        (f"{path}.values()", buffer),
+        (f"{path}._nested_tensor_size()", tensor._nested_tensor_size()),
+        (f"{path}._nested_tensor_strides()", tensor._nested_tensor_strides()),
+        (f"{path}._nested_tensor_storage_offsets()", tensor._nested_tensor_storage_offsets()),
+    ]
 
 
 def _children(obj: object, path: str) -> list[tuple[str, object]]:

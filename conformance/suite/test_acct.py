@@ -283,16 +283,32 @@ _CSR += "s = torch.sparse_csr_tensor(crow, col, v, (3, 4))"
 _CSC = _V + "ccol = torch.tensor([0, 1, 2, 3, 3]); row = torch.tensor([2, 0, 1]); "
 _CSC += "s = torch.sparse_csc_tensor(ccol, row, v, (3, 4))"
 _T5 = "t = torch.zeros(5, dtype=torch.float32); "  # 20 bytes
+_NJT = "n = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)], layout=torch.jagged)"
 SPARSE_CASES = [
     Case("sparse-coo", _COO, ("s",), ({"cpu": 60},)),
     Case("sparse-csr", _CSR, ("s",), ({"cpu": 68},)),
     Case("sparse-csc", _CSC, ("{'k': [s]}",), ({"cpu": 76},)),
-    # A jagged nested tensor: a storage whose address torch will not give (5 floats).
+    # 2x2 blocks of float32 (3 blocks: 48 bytes) and 3 + 3 int64 indices (48 bytes).
     Case(
-        "jagged-nested",
-        "n = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)], layout=torch.jagged)",
-        ("[n, {'again': n}]",),
-        ({"cpu": 20},),
+        "sparse-bsr",
+        "crow = torch.tensor([0, 2, 3]); col = torch.tensor([0, 1, 1]); "
+        "v = torch.zeros(3, 2, 2); s = torch.sparse_bsr_tensor(crow, col, v, (4, 4))",
+        ("[s, v]",),
+        ({"cpu": 96},),
+    ),
+    # Nested tensors count the tensors they are built from, as sparse ones do. Jagged:
+    # values (5 floats, 20 bytes) and offsets (3 int64, 24 bytes); its own
+    # untyped_storage() is a 20-byte placeholder with no address, not values()'s.
+    Case("jagged-nested", _NJT, ("[n, {'again': n}]",), ({"cpu": 44},)),
+    Case("jagged-and-its-parts", _NJT, ("[n, n.values(), n.offsets()]",), ({"cpu": 44},)),
+    Case("jagged-parts-first", _NJT, ("n.values()", "n"), ({"cpu": 20}, {"cpu": 24})),
+    # Strided nested: its buffer (20 bytes; unbind() views it) and three 2x1 int64
+    # metadata tensors (sizes, strides, offsets: 16 bytes each, host memory).
+    Case(
+        "strided-nested",
+        "m = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])",
+        ("[m, m.unbind()]",),
+        ({"cpu": 68},),
     ),
 ]
 CYCLE_CASES = [
@@ -313,7 +329,8 @@ CYCLE_CASES = [
 @pytest.mark.clause("ACCT-9")
 @pytest.mark.parametrize("case", SPARSE_CASES, ids=lambda c: c.id)
 def test_sparse_tensors_count_their_components(subject: Any, case: Case) -> None:
-    """Sparse COO/CSR/CSC tensors count their index and value tensors instead of raising."""
+    """Sparse and nested tensors count the tensors they are built from (indices,
+    offsets, metadata and values), each once, instead of raising."""
     run_case(accounting_of(subject), case, "ACCT-9")
 
 

@@ -245,14 +245,19 @@ def _usage_error(command: str, error: Exception) -> int:
 
 def _init(directory: str, force: bool) -> int:
     from sessionstate.conformance._harness.init_project import init_project
+    from sessionstate.conformance._harness.requirement import install_source
     from sessionstate.conformance.subject import UsageError
 
+    source = install_source()
     try:
-        written = init_project(directory, force)
+        written = init_project(directory, force, source)
     except UsageError as error:
         return _usage_error("init", error)
     for path in written:
         print(f"wrote {path}")
+    print(f"SESSIONSTATE_REQUIREMENT: {source.requirement} (this sessionstate is {source.how})")
+    if not source.reachable:
+        print(f"  edit it in the workflow: {source.note}")
     print(
         "next: edit conformance_subject.py, then run: sessionstate check conformance_subject:subject"
     )

@@ -723,3 +723,22 @@ def test_the_lingbot_twin_fails_adapt_3_at_the_next_forward() -> None:
         "adapter.session_id=None, but should be 'r1' [ADAPT-3: by a fresh adapter after "
         "begin_request(adapter, ...) on session 's1'; type(value) is NoneType, not str]",
     )
+
+
+def test_reachable_memory_of_nested_tensors_is_their_components() -> None:
+    """ACCT-9: a nested tensor's memory is what it is built from, so an adapter holding
+    ``n.values()`` holds memory its session reaches through ``n`` (and none twice)."""
+    import warnings
+
+    import torch
+
+    from sessionstate.conformance._model.bitwise import bytes_by_device, reachable_memory
+
+    jagged = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)], layout=torch.jagged)
+    found = reachable_memory([("n", jagged), ("v", jagged.values())])
+    assert bytes_by_device(found) == {"cpu": 20 + 24}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # strided nested tensors are a prototype
+        strided = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])
+    found = reachable_memory([("m", strided), ("u", strided.unbind())])
+    assert bytes_by_device(found) == {"cpu": 20 + 3 * 16}

@@ -379,11 +379,84 @@ class TestDeviceBytesSparse:
         assert device_bytes([opaque, opaque], seen) == {"cpu": 48}
         assert device_bytes(opaque, seen) == {}
 
-    def test_jagged_layout_counts_its_values(self) -> None:
-        """A jagged nested tensor counts the storage of its packed values (5 floats)."""
+    def test_jagged_layout_counts_its_values_and_offsets(self) -> None:
+        """A jagged nested tensor counts its packed values (5 floats) and its offsets
+        (3 int64), each once beside values() and offsets() (ACCT-9)."""
         nested = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)], layout=torch.jagged)
         assert nested.layout is torch.jagged
+        assert device_bytes(nested, set()) == {"cpu": 20 + 24}
+        seen: SeenStorages = set()
+        assert device_bytes(nested.values(), seen) == {"cpu": 20}
+        assert device_bytes([nested, nested.offsets()], seen) == {"cpu": 24}
+
+    def test_jagged_layout_with_lengths_counts_them(self) -> None:
+        """A narrowed jagged tensor holds lengths too: 2x5 floats, 3 offsets, 2 lengths."""
+        base = torch.zeros(2, 5)
+        starts, lengths = torch.tensor([0, 1]), torch.tensor([2, 3])
+        nested = torch.nested.narrow(base, 1, starts, lengths, layout=torch.jagged)
+        assert nested._lengths is not None
+        counted = device_bytes([nested, base], set())
+        parts = [nested._values, nested._offsets, nested._lengths]
+        assert counted == {"cpu": 40 + sum(p.untyped_storage().nbytes() for p in parts[1:])}
+
+    @pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors is in prototype")
+    def test_strided_layout_counts_its_buffer_and_metadata(self) -> None:
+        """A strided nested tensor: its buffer (20 bytes, shared with unbind()) and its
+        size, stride and offset metadata (2x1 int64 each)."""
+        nested = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])
+        assert nested.layout is torch.strided and nested.is_nested
+        assert device_bytes([nested, nested.unbind()], set()) == {"cpu": 20 + 3 * 16}
+
+    def test_a_nested_layout_torch_builds_otherwise_counts_its_storage(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Where the components cannot be read (another torch), the tensor's own storage
+        counts rather than accounting raising (ACCT-9)."""
+        import sessionstate.reference.accounting as accounting
+
+        def unreadable(tensor: torch.Tensor) -> list[torch.Tensor]:
+            raise AttributeError("_offsets")
+
+        monkeypatch.setattr(accounting, "_nested_components", unreadable)
+        nested = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)], layout=torch.jagged)
         assert device_bytes(nested, set()) == {"cpu": 20}
+        # Its storage has no address (torch gives none): told apart by identity, before
+        # and after host memory is counted by address range (a NumPy array starts that).
+        seen: SeenStorages = set()
+        assert device_bytes(nested, seen) == {"cpu": 20}
+        assert device_bytes([np.zeros(2), nested], seen) == {"cpu": 16}
+        other = torch.nested.nested_tensor([torch.zeros(1)], layout=torch.jagged)
+        assert device_bytes([other, nested], seen) == {"cpu": 4}
+        assert device_bytes([np.zeros(1), nested, other], seen) == {"cpu": 8}
+
+    def test_host_ranges_another_call_started_mid_walk_are_shared(self) -> None:
+        """A Mapping whose values() counts into the same seen starts its ranges while the
+        outer walk is under way: the outer walk then uses those ranges, not new ones."""
+        seen: SeenStorages = set()
+        inner = np.zeros(3)
+
+        class Counting(Mapping[str, object]):
+            def __getitem__(self, key: str) -> object:
+                raise KeyError(key)
+
+            def __iter__(self) -> Iterator[str]:
+                return iter(())
+
+            def __len__(self) -> int:
+                return 0
+
+            def values(self) -> Any:
+                assert device_bytes(inner, seen) == {"cpu": 24}
+                return []
+
+        assert device_bytes([inner, np.zeros(2), Counting()], seen) == {"cpu": 16}
+
+    def test_an_opaque_tensor_counted_before_host_ranges_stays_counted_once(self) -> None:
+        """Address ranges start after an mkldnn tensor was counted: it is not a storage
+        (no range of its own) and still counts once."""
+        opaque, seen = torch.zeros(3, 4).to_mkldnn(), set()
+        assert device_bytes(opaque, seen) == {"cpu": 48}
+        assert device_bytes([np.zeros(2), opaque], seen) == {"cpu": 16}
 
 
 class TestAliasesOfOneAllocation:

@@ -1,0 +1,203 @@
+"""Every code block of README.md and docs/*.md runs as written, and every dotted
+``sessionstate.`` name the docs mention resolves.
+
+* ``python`` blocks run, each in a fresh interpreter in an empty folder.
+* ``bash`` blocks run with bash in an empty folder, this environment's console scripts
+  first on ``PATH``; every ``sessionstate`` command line in any block, run or not, is
+  also parsed by the command's own parser, so a wrong option fails here.
+* A block the line above marks ``<!-- docs-test: skip: REASON -->`` is not run (a
+  ``pip install`` from the network, a whole-suite run, a placeholder package); the
+  reason is required.
+* ``<!-- docs-test: with my_model -->``: the block imports the reader's own package,
+  ``my_model.state``; a small stand-in built from the project's fixtures is put beside it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+_FENCE = re.compile(r"^```(\w*)\s*$")
+_MARK = re.compile(r"^<!-- docs-test: (?P<what>skip|with)(?::? ?(?P<rest>.*?))? -->$")
+
+#: The stand-in for the reader's own ``my_model.state``.
+MY_MODEL = '''\
+"""Stand-in for the reader's own module: real StateObjects and adapters of the project."""
+from sessionstate.fixtures.rollout_example import RolloutState as MyState
+from sessionstate.fixtures.rollout_example import RolloutStateAdapter as MyStateAdapter
+from sessionstate.reference import LatentBuffer
+
+
+class PagedKV(LatentBuffer):
+    def allocate(self, *, pages):
+        super().allocate(maxlen=pages)
+'''
+
+
+@dataclass(frozen=True)
+class Block:
+    path: Path
+    line: int
+    language: str
+    text: str
+    mark: str  # "", "skip", "with"
+    reason: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+
+def blocks(path: Path) -> list[Block]:
+    found: list[Block] = []
+    lines = path.read_text().splitlines()
+    index = 0
+    while index < len(lines):
+        opening = _FENCE.match(lines[index])
+        if not opening:
+            index += 1
+            continue
+        end = index + 1
+        while not lines[end].startswith("```"):
+            end += 1
+        mark = _MARK.match(lines[index - 1]) if index else None
+        found.append(
+            Block(
+                path, index + 1, opening.group(1), "\n".join(lines[index + 1 : end]) + "\n",
+                mark.group("what") if mark else "", (mark.group("rest") or "") if mark else "",
+            )
+        )  # fmt: skip
+        index = end + 1
+    return found
+
+
+ALL = [block for path in DOCUMENTS for block in blocks(path)]
+CODE = [block for block in ALL if block.language in ("python", "bash")]
+RUN = [block for block in CODE if block.mark != "skip"]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "SESSIONSTATE_"))}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def test_the_documents_have_code_blocks() -> None:
+    assert len(CODE) >= 15, [block.id for block in CODE]
+    assert len(RUN) >= 6, [block.id for block in RUN]
+
+
+def test_every_skip_says_why() -> None:
+    """A skipped block names its reason; a mark stands right above a block."""
+    for block in ALL:
+        if block.mark == "skip":
+            assert len(block.reason.strip()) >= 10, f"{block.id}: skip without a reason"
+    marks = sum(
+        1 for path in DOCUMENTS for line in path.read_text().splitlines() if "docs-test:" in line
+    )
+    assert marks == sum(1 for block in ALL if block.mark), "a docs-test mark above no block"
+
+
+@pytest.mark.parametrize("block", RUN, ids=lambda b: b.id)
+def test_the_block_runs(block: Block, tmp_path: Path) -> None:
+    if block.mark == "with":
+        assert block.reason == "my_model", f"{block.id}: unknown stand-in {block.reason!r}"
+        (tmp_path / "my_model").mkdir()
+        (tmp_path / "my_model" / "__init__.py").write_text("")
+        (tmp_path / "my_model" / "state.py").write_text(MY_MODEL)
+    if block.language == "python":
+        script = tmp_path / "block.py"
+        script.write_text(block.text)
+        command = [sys.executable, str(script)]
+    else:
+        command = ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", block.text]
+    env = _env()
+    env["PYTHONPATH"] = str(tmp_path)  # the reader's own package, where there is one
+    result = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, (
+        f"{block.id}\n{block.text}\n{result.stdout[-2000:]}{result.stderr[-3000:]}"
+    )
+
+
+def _commands(text: str) -> list[list[str]]:
+    """The ``sessionstate`` command lines of a shell block, as argument lists."""
+    joined = re.sub(r"\\\n\s*", " ", text)
+    found = []
+    for line in joined.splitlines():
+        words = shlex.split(line, comments=True)
+        while words and "=" in words[0] and not words[0].startswith("-"):
+            words = words[1:]  # VAR=value prefixes
+        if words and words[0] == "sessionstate":
+            found.append(words[1:])
+    return found
+
+
+SESSIONSTATE_LINES = [
+    pytest.param(words, id=f"{block.id}:{' '.join(words)[:40]}")
+    for block in CODE
+    if block.language == "bash"
+    for words in _commands(block.text)
+]
+
+
+@pytest.mark.parametrize("words", SESSIONSTATE_LINES)
+def test_every_sessionstate_line_parses(words: list[str]) -> None:
+    """The command's own parser accepts the line (options, subcommands, values)."""
+    from sessionstate.cli import _build_parser, _split_passthrough
+
+    own, _ = _split_passthrough(words)
+    try:
+        _build_parser().parse_args(own)
+    except SystemExit as exit:
+        pytest.fail(f"sessionstate {' '.join(words)}: rejected by the parser ({exit.code})")
+
+
+# Not a file name (``workflows/sessionstate.yml``), nor a JUnit ``classname="sessionstate.ACCT"``,
+# which names a clause group.
+_DOTTED = re.compile(r'(?<!classname=")(?<![/\w.-])sessionstate(?:\.[A-Za-z_][A-Za-z0-9_]*)+')
+
+
+def _resolve(name: str) -> object:
+    """The object ``name`` names: the longest importable module, then attributes."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            value: object = import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[cut:]:
+            value = getattr(value, attribute)
+        return value
+    raise ModuleNotFoundError(name)
+
+
+DOTTED = sorted(
+    {
+        match.group(0).rstrip(".")
+        for path in [*DOCUMENTS, ROOT / "CONTRIBUTING.md"]
+        for match in _DOTTED.finditer(path.read_text())
+    }
+)
+
+
+@pytest.mark.parametrize("name", DOTTED)
+def test_every_dotted_name_resolves(name: str) -> None:
+    """``sessionstate.x.y`` in the docs imports, or is an attribute of what does."""
+    _resolve(name)
+
+
+def test_a_wrong_name_is_caught() -> None:
+    with pytest.raises((ImportError, AttributeError)):
+        _resolve("sessionstate.conformance._model.objects.ObjectModel")
