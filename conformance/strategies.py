@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+import torch
 from hypothesis import strategies as st
 
 from sessionstate.conformance._model.dtypes import KINDS, families_on
@@ -40,6 +41,7 @@ __all__ = [
     "ATTR_NAMES",
     "CONTAINER_KINDS",
     "TRICKY_SESSION_IDS",
+    "VALUE_KINDS",
     "Nested",
     "SessionContents",
     "allocations",
@@ -52,6 +54,7 @@ __all__ = [
     "session_contents",
     "session_ids",
     "shapes",
+    "value_kinds",
     "values_from",
 ]
 
@@ -103,7 +106,9 @@ def _torch_allocations(
     draw: st.DrawFn, on: st.SearchStrategy[str], zero_size: bool, fills: st.SearchStrategy[int]
 ) -> Held:
     device = draw(on)
-    return allocate(device, draw(shapes(zero_size=zero_size)), draw(dtype_names(device)), fill=draw(fills))
+    return allocate(
+        device, draw(shapes(zero_size=zero_size)), draw(dtype_names(device)), fill=draw(fills)
+    )
 
 
 def allocations(
@@ -323,6 +328,39 @@ def container_kinds(value: object) -> set[type]:
         else:
             todo += list(item)  # type: ignore[call-overload]
     return found
+
+
+#: The layouts ``value_kinds`` tells apart: what a fast path for one shape of tensor misses.
+VALUE_KINDS = (
+    "alias, no view",
+    "tensor subclass",
+    "offset > 0",
+    "non-contiguous",
+    "stride 0",
+    "prefix at offset 0",
+)
+
+
+def value_kinds(held: Held) -> set[str]:
+    """Which of ``VALUE_KINDS`` a drawn tensor is (for the reach of ``values_from``)."""
+    value = held.value
+    if not isinstance(value, torch.Tensor):
+        return set()
+    kinds = set()
+    if held.expr.endswith((".detach()", "Subclass)", "requires_grad=False)")):
+        kinds.add("alias, no view")
+    if type(value).__name__ in ("PlainSubclass", "TracedSubclass", "Parameter"):
+        kinds.add("tensor subclass")
+    if value.storage_offset() > 0:
+        kinds.add("offset > 0")
+    if not value.is_contiguous():
+        kinds.add("non-contiguous")
+    if 0 in value.stride() and value.numel() > 1:
+        kinds.add("stride 0")
+    nbytes = value.numel() * value.element_size()
+    if value.is_contiguous() and value.storage_offset() == 0 and nbytes < held.allocation.nbytes:
+        kinds.add("prefix at offset 0")
+    return kinds
 
 
 def _containers(children: st.SearchStrategy[Nested]) -> st.SearchStrategy[Nested]:

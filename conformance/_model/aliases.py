@@ -44,7 +44,8 @@ class TracedSubclass(torch.Tensor):
         kwargs: Mapping[str, Any] | None = None,
     ) -> Any:
         TracedSubclass.calls += 1
-        return super().__torch_function__(func, types, args, dict(kwargs or {}))
+        # Tensor.__torch_function__ is unannotated in torch.
+        return super().__torch_function__(func, types, args, dict(kwargs or {}))  # type: ignore[no-untyped-call]
 
 
 def _parameter(tensor: torch.Tensor) -> torch.Tensor:

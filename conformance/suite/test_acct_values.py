@@ -85,6 +85,7 @@ def _record_cases() -> list[Nested]:
     t, u = allocate("cpu", (4,), "complex64"), allocate("cpu", (2, 3), "quint4x2")
     a, b = t.expr, u.expr
     tv, uv = t.value, u.value
+    assert isinstance(tv, torch.Tensor)
     return [
         Nested(NamedPair(tv, [uv]), [t, u], f"NamedPair({a}, [{b}])", [t, u]),
         Nested({"k": NamedPair(tv)}, [t], f"{{'k': NamedPair({a})}}", [t]),

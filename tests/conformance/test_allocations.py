@@ -28,13 +28,6 @@ from sessionstate.conformance._model.dtypes import (
     QUANTIZED_DEVICES,
     torch_dtype_names,
 )
-from sessionstate.conformance._model.records import (
-    AttrsRecord,
-    DataRecord,
-    ModuleHolder,
-    NamedPair,
-    SlotsRecord,
-)
 from sessionstate.conformance._model.memory import (
     Held,
     allocate,
@@ -45,6 +38,13 @@ from sessionstate.conformance._model.memory import (
     derivations,
     expected_bytes,
     is_simulated,
+)
+from sessionstate.conformance._model.records import (
+    AttrsRecord,
+    DataRecord,
+    ModuleHolder,
+    NamedPair,
+    SlotsRecord,
 )
 from sessionstate.conformance.strategies import (
     Nested,
@@ -504,7 +504,7 @@ def test_aliases_are_no_views_but_share_the_storage() -> None:
     """detach(), as_subclass and Parameter of a prefix: no view to autograd, contiguous at
     offset 0, smaller than the storage they share (what a fast path miscounts)."""
     held = allocate("cpu", (4, 3), "int32")
-    prefix = [d for d in derivations(held) if d.__name__ == ".select(0, 0)"][0](held)
+    prefix = next(d for d in derivations(held) if d.__name__ == ".select(0, 0)")(held)
     for derive in allocations.aliases(prefix):
         alias = derive(prefix)
         assert alias.value.untyped_storage() is held.value.untyped_storage(), alias.expr
