@@ -303,9 +303,14 @@ CONTAINER_KINDS: dict[type, bool] = {
     SimpleNamespace: False,
     DataRecord: False,
     SlotsRecord: False,
-    AttrsRecord: False,
     ModuleHolder: False,
 }
+if AttrsRecord is not None:
+    CONTAINER_KINDS[AttrsRecord] = False
+#: The kinds whose one field ``container_kinds`` reads as ``.value``.
+_RECORDS = tuple(
+    k for k, walked in CONTAINER_KINDS.items() if not walked and k not in (set, SimpleNamespace)
+)
 
 
 def container_kinds(value: object) -> set[type]:
@@ -323,8 +328,8 @@ def container_kinds(value: object) -> set[type]:
             todo += [*item.keys(), *item.values()]
         elif isinstance(item, SimpleNamespace):
             todo.append(item.x)
-        elif isinstance(item, (DataRecord, SlotsRecord, AttrsRecord, ModuleHolder)):
-            todo.append(item.value)
+        elif isinstance(item, _RECORDS):
+            todo.append(getattr(item, "value", None))  # every record holds one ``value``
         else:
             todo += list(item)  # type: ignore[call-overload]
     return found
@@ -376,10 +381,7 @@ def _containers(children: st.SearchStrategy[Nested]) -> st.SearchStrategy[Nested
         items.map(_keys),
         children.map(_namespace),
         st.lists(children, min_size=1, max_size=2).map(_named),
-        children.map(_record(DataRecord)),
-        children.map(_record(SlotsRecord)),
-        children.map(_record(AttrsRecord)),
-        children.map(_record(ModuleHolder)),
+        *(children.map(_record(kind)) for kind in _RECORDS),
     )
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import attrs
 import torch
 
 __all__ = ["AttrsRecord", "DataRecord", "ModuleHolder", "NamedPair", "SlotsRecord"]
@@ -40,11 +39,24 @@ class SlotsRecord:
     value: Any
 
 
-@attrs.define
-class AttrsRecord:
-    """An attrs class (slotted, as ``attrs.define`` makes it): an other object."""
+def _attrs_record() -> type | None:
+    # attrs is no dependency of this package: the kind is drawn where it is installed.
+    try:
+        import attrs
+    except ImportError:
+        return None
 
-    value: Any
+    @attrs.define
+    class AttrsRecord:
+        """An attrs class (slotted, as ``attrs.define`` makes it): an other object."""
+
+        value: Any
+
+    return AttrsRecord
+
+
+#: An attrs class holding ``value``, or ``None`` where attrs is not installed.
+AttrsRecord: type | None = _attrs_record()
 
 
 class ModuleHolder(torch.nn.Module):

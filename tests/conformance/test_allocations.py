@@ -402,7 +402,9 @@ def test_definitions_rebuild_equal_allocations() -> None:
 def _signature(value: object) -> object:
     if isinstance(value, (torch.Tensor, np.ndarray)):
         return ("value", id(_owner(value)), type(value).__name__, _layout(value))
-    if isinstance(value, (DataRecord, SlotsRecord, AttrsRecord, ModuleHolder)):
+    if isinstance(value, (DataRecord, SlotsRecord, ModuleHolder)) or (
+        AttrsRecord is not None and isinstance(value, AttrsRecord)
+    ):
         return (type(value).__name__, _signature(value.value))
     if isinstance(value, (set, frozenset)):
         return ("set", sorted(repr(_signature(v)) for v in value))
