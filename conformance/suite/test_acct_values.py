@@ -60,7 +60,7 @@ def _devices_for(dtype: str) -> list[str]:
 
 
 @pytest.mark.clause(*BLAMABLE)
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.replace(" ", "-"))
 def test_every_dtype_counts_its_whole_storage(subject: Any, family: str) -> None:
     """Each dtype of the family, on each device it is made on: the allocation, a row of it
     and that row's aliases (detach, subclasses, Parameter) count the whole storage, alone
@@ -78,6 +78,20 @@ def test_every_dtype_counts_its_whole_storage(subject: Any, family: str) -> None
             call = f"device_bytes({values!r}, set())"
             observed = count(accounting, [h.value for h in values], set(), "ACCT-2", call)
             expect_bytes(accounting, observed, expected_bytes(values), values, "ACCT-2", call)
+
+
+#: Stable test ids, in the order of ``_record_cases()`` (its labels number allocations).
+_RECORD_IDS = [
+    "namedtuple",
+    "namedtuple-in-dict",
+    "dataclass",
+    "slots-dataclass",
+    "module",
+    "module-list",
+    "parameter-dict",
+    "parameter-beside-dataclass",
+    "attrs",
+]
 
 
 def _record_cases() -> list[Nested]:
@@ -117,8 +131,11 @@ def _record_cases() -> list[Nested]:
     )
 
 
+_RECORD_CASES = _record_cases()
+
+
 @pytest.mark.clause("ACCT-8")
-@pytest.mark.parametrize("value", _record_cases(), ids=repr)
+@pytest.mark.parametrize("value", _RECORD_CASES, ids=_RECORD_IDS[: len(_RECORD_CASES)])
 def test_records_are_walked_only_as_the_sequences_they_are(subject: Any, value: Nested) -> None:
     """A namedtuple is walked as a tuple; dataclass, attrs and nn.Module instances count
     nothing, whatever their fields, parameters and buffers hold; a Parameter held itself
