@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from hypothesis import strategies as st
 
-from sessionstate.conformance._model.dtypes import KINDS, families_on
+from sessionstate.conformance._model.dtypes import dtypes_on, families_on
 from sessionstate.conformance._model.memory import (
     NUMPY_DTYPES,
     Held,
@@ -85,30 +85,31 @@ def shapes(*, zero_size: bool = True, max_dims: int = 3) -> st.SearchStrategy[tu
 FILLS = st.integers(0, 100)
 
 
-#: Per device, per family: the dtype names drawn (``dtypes.KINDS``, in table order).
-_BY_FAMILY: dict[str, list[str]] = {}
-for _name, _kind in KINDS.items():
-    _BY_FAMILY.setdefault(_kind.family, []).append(_name)
-
-
 @st.composite
 def dtype_names(draw: st.DrawFn, device: str) -> str:
     """A dtype for a new allocation on ``device``: a family first, each alike (a family of
     14 sub-byte ints would otherwise crowd out the 3 complex ones), then one of its
     dtypes. Shrinks to float64. Quantized families only on CPU (``dtypes.py``)."""
+    by_family = dtypes_on(device)
     families = families_on(device)
-    names = _BY_FAMILY[families[draw(st.integers(0, len(families) - 1))]]
+    names = by_family[families[draw(st.integers(0, len(families) - 1))]]
     return names[draw(st.integers(0, len(names) - 1))]
 
 
 @st.composite
 def _torch_allocations(
-    draw: st.DrawFn, on: st.SearchStrategy[str], zero_size: bool, fills: st.SearchStrategy[int]
+    draw: st.DrawFn,
+    on: st.SearchStrategy[str],
+    zero_size: bool,
+    fills: st.SearchStrategy[int],
+    dtypes: Sequence[str] | None,
 ) -> Held:
     device = draw(on)
-    return allocate(
-        device, draw(shapes(zero_size=zero_size)), draw(dtype_names(device)), fill=draw(fills)
-    )
+    if dtypes is None:
+        dtype = draw(dtype_names(device))
+    else:
+        dtype = dtypes[draw(st.integers(0, len(dtypes) - 1))]
+    return allocate(device, draw(shapes(zero_size=zero_size)), dtype, fill=draw(fills))
 
 
 def allocations(
@@ -116,9 +117,12 @@ def allocations(
     *,
     numpy: bool = False,
     zero_size: bool = True,
+    dtypes: Sequence[str] | None = None,
 ) -> st.SearchStrategy[Held]:
     """Each draw makes a NEW allocation (a NumPy owner array on cpu when ``numpy``), of
-    any dtype torch has (``dtype_names``) on the device drawn."""
+    any dtype torch has (``dtype_names``) on the device drawn, or one of ``dtypes``
+    (names every drawn device makes: a test about walking, not sizes, passes
+    ``memory.DTYPES``)."""
     if numpy:
         return st.builds(
             allocate,
@@ -128,7 +132,7 @@ def allocations(
             st.just(True),
             fill=FILLS,
         )
-    return _torch_allocations(on if on is not None else devices(), zero_size, FILLS)
+    return _torch_allocations(on if on is not None else devices(), zero_size, FILLS, dtypes)
 
 
 def _chain(draw: st.DrawFn, held: Held, max_steps: int) -> Held:

@@ -21,15 +21,18 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from functools import cache
 
 import torch
 
 __all__ = [
     "FAMILIES",
     "KINDS",
+    "LEFT_OUT_ON",
     "NOT_DRAWN",
     "QUANTIZED_DEVICES",
     "DtypeKind",
+    "dtypes_on",
     "families_on",
     "make_tensor",
     "source_of",
@@ -121,11 +124,36 @@ def torch_dtype_names() -> set[str]:
     }
 
 
+#: Per real accelerator device, the dtypes torch could not make there and why (filled by
+#: ``dtypes_on``): the suite's CPU machines cannot try a GPU's kernels ahead of time.
+LEFT_OUT_ON: dict[str, dict[str, str]] = {}
+
+
+@cache
+def dtypes_on(device: str) -> dict[str, tuple[str, ...]]:
+    """family -> the dtypes the model allocates on ``device``: quantized ones on CPU only;
+    on a real accelerator only those a ``make_tensor`` there succeeds for (the others
+    are recorded in ``LEFT_OUT_ON``). ``cpu`` and ``meta`` make every other dtype, and a
+    simulated CUDA device is host memory (``tests/conformance`` checks all three)."""
+    quantized_too = device in QUANTIZED_DEVICES
+    probe = device not in ("cpu", "meta") and torch.cuda.is_available()
+    found: dict[str, list[str]] = {}
+    for name, kind in KINDS.items():
+        if "quantized" in kind.family and not quantized_too:
+            continue
+        if probe:
+            try:
+                make_tensor(device, (2, 3), name, 1)
+            except Exception as error:  # a kernel this device lacks: left out, with the reason
+                LEFT_OUT_ON.setdefault(device, {})[name] = f"{type(error).__name__}: {error}"
+                continue
+        found.setdefault(kind.family, []).append(name)
+    return {family: tuple(names) for family, names in found.items()}
+
+
 def families_on(device: str) -> tuple[str, ...]:
-    """The families the model allocates on ``device`` (quantized ones on CPU only)."""
-    if device in QUANTIZED_DEVICES:
-        return FAMILIES
-    return tuple(f for f in FAMILIES if "quantized" not in f)
+    """The families the model allocates on ``device``, in ``FAMILIES`` order."""
+    return tuple(dtypes_on(device))
 
 
 def storage_nbytes(shape: tuple[int, ...], name: str) -> int:
