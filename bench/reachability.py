@@ -12,6 +12,13 @@ per KEY family). Writes bench/results-reachability.json (rendered into
 BENCHMARKS.md by render.py).
 
     python bench/reachability.py [--profiles quick ci] [--examples 1000] [--inputs-only]
+
+It also draws the ACCT strategies, derandomized, and counts the share of drawn
+values in each dtype family (``strategies.allocations``), of each layout a fast
+path could miss (``values_from``: aliases, subclasses, offsets, strides), and of
+nested values holding each container kind (``nested_containers``), walked by
+ACCT-8 or counting nothing. ``tests/conformance/test_value_reach.py`` holds floors
+for these shares.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
 from hypothesis.stateful import invariant, run_state_machine_as_test
 
 from sessionstate.conformance._harness.profiles import load_profile
@@ -31,8 +40,20 @@ from sessionstate.conformance._machine.manager import (
     ManagerMachine,
     OrderMachine,
 )
+from sessionstate.conformance._model.dtypes import FAMILIES, KINDS
 from sessionstate.conformance._model.manager import SessionModel
+from sessionstate.conformance._model.memory import allocate
 from sessionstate.conformance.input_reach import ID_FAMILIES, MAX_RULES, id_reach, max_value_reach
+from sessionstate.conformance.strategies import (
+    CONTAINER_KINDS,
+    VALUE_KINDS,
+    allocations,
+    container_kinds,
+    nested_containers,
+    scalars,
+    value_kinds,
+    values_from,
+)
 from sessionstate.fixtures.reference_subject import subject
 
 HERE = Path(__file__).resolve().parent
@@ -150,6 +171,41 @@ def measure_runs(profiles: list[str]) -> dict[str, Any]:
     return {"programs": programs, "histories": histories}
 
 
+#: Values drawn per strategy for the shares, derandomized (the same values every run).
+VALUE_DRAWS = 1000
+
+
+def _drawn(strategy: st.SearchStrategy[Any], draws: int) -> list[Any]:
+    """``draws`` values of ``strategy``, the same every run."""
+    out: list[Any] = []
+
+    @settings(max_examples=draws, derandomize=True, database=None, phases=[Phase.generate])
+    @given(strategy)
+    def collect(value: Any) -> None:
+        out.append(value)
+
+    collect()
+    return out
+
+
+def value_shares(draws: int = VALUE_DRAWS) -> dict[str, dict[str, float]]:
+    """Share of drawn values per dtype family, layout and container kind (see module doc)."""
+    roots = _drawn(allocations(), draws)
+    families = Counter(KINDS[str(h.value.dtype).removeprefix("torch.")].family for h in roots)
+    views = _drawn(values_from(allocations().map(lambda h: [h])), draws)
+    layouts = Counter(k for h in views for k in value_kinds(h))
+    leaves = st.one_of(st.sampled_from([allocate("cpu", (2,)), 1, "s"]), scalars())
+    nested = _drawn(nested_containers(leaves), draws)
+    containers = Counter(k.__name__ for n in nested for k in container_kinds(n.value))
+    return {
+        "dtype family": {f: families[f] / len(roots) for f in FAMILIES},
+        "layout": {k: layouts[k] / len(views) for k in VALUE_KINDS},
+        "container kind": {
+            k.__name__: containers[k.__name__] / len(nested) for k in CONTAINER_KINDS
+        },
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profiles", nargs="+", default=["quick", "ci"])
@@ -168,12 +224,15 @@ def main() -> None:
             "profiles": {p: measure(p) for p in args.profiles},
             "runs": measure_runs(args.profiles),
             "inputs": measure_inputs(args.examples),
+            "values": {"draws": VALUE_DRAWS, "shares": value_shares()},
         }
     results.write_text(json.dumps(data, indent=2) + "\n")
     for profile, machines in data["profiles"].items():
         for name, counts in machines.items():
             print(profile, name, counts)
     print(data["inputs"])
+    for what, shares in data.get("values", {}).get("shares", {}).items():
+        print(what, {k: f"{v:.0%}" for k, v in shares.items()})
 
 
 if __name__ == "__main__":

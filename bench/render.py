@@ -144,6 +144,20 @@ def runs_section(runs: dict[str, Any]) -> list[str]:
     return lines
 
 
+def value_reach_section(values: dict[str, Any]) -> list[str]:
+    """The share of values the ACCT strategies draw in each dtype family, layout and
+    container kind."""
+    lines = ["", "## Reach of the ACCT value strategies", "",
+             f"Share of {values['draws']} values drawn (derandomized) by each strategy in each "
+             "kind (`python bench/reachability.py`; floors in "
+             "`tests/conformance/test_value_reach.py`):", ""]  # fmt: skip
+    for what, shares in values["shares"].items():
+        lines += [f"| {what} | share |", "|---|---|"]
+        lines += [f"| {kind} | {100 * share:.1f} % |" for kind, share in shares.items()]
+        lines.append("")
+    return lines[:-1]
+
+
 def _seconds(value: Any) -> str:
     return "" if value is None else f"{value:.2f}"
 
@@ -234,6 +248,8 @@ def main() -> None:
         lines += reachability_section(reachability)
         if "runs" in reachability:
             lines += runs_section(reachability["runs"])
+        if "values" in reachability:
+            lines += value_reach_section(reachability["values"])
     notes = HERE / "history.md"  # hand-written: before/after figures and what changed them
     if notes.exists():
         lines += ["", notes.read_text(encoding="utf-8").strip()]

@@ -20,34 +20,48 @@ from fractions import Fraction
 from types import SimpleNamespace
 from typing import Any
 
+import torch
 from hypothesis import strategies as st
 
+from sessionstate.conformance._model.dtypes import dtypes_on, families_on
 from sessionstate.conformance._model.memory import (
-    DTYPES,
     NUMPY_DTYPES,
     Held,
+    aliases,
     allocate,
     available_devices,
     derivations,
 )
+from sessionstate.conformance._model.records import (
+    AttrsRecord,
+    DataRecord,
+    ModuleHolder,
+    NamedPair,
+    SlotsRecord,
+)
 
 __all__ = [
     "ATTR_NAMES",
+    "CONTAINER_KINDS",
     "TRICKY_SESSION_IDS",
     "FoldedId",
+    "VALUE_KINDS",
     "Nested",
     "SessionContents",
     "ShownId",
     "allocations",
+    "container_kinds",
     "derived_values",
     "devices",
     "id_texts",
     "lookalike_ids",
+    "dtype_names",
     "nested_containers",
     "scalars",
     "session_contents",
     "session_ids",
     "shapes",
+    "value_kinds",
     "values_from",
 ]
 
@@ -199,13 +213,44 @@ def shapes(*, zero_size: bool = True, max_dims: int = 3) -> st.SearchStrategy[tu
 FILLS = st.integers(0, 100)
 
 
+@st.composite
+def dtype_names(draw: st.DrawFn, device: str) -> str:
+    """A dtype for a new allocation on ``device``: a family first, each alike (a family of
+    14 sub-byte ints would otherwise crowd out the 3 complex ones), then one of its
+    dtypes. Shrinks to float64. Quantized families only on CPU (``dtypes.py``)."""
+    by_family = dtypes_on(device)
+    families = families_on(device)
+    names = by_family[families[draw(st.integers(0, len(families) - 1))]]
+    return names[draw(st.integers(0, len(names) - 1))]
+
+
+@st.composite
+def _torch_allocations(
+    draw: st.DrawFn,
+    on: st.SearchStrategy[str],
+    zero_size: bool,
+    fills: st.SearchStrategy[int],
+    dtypes: Sequence[str] | None,
+) -> Held:
+    device = draw(on)
+    if dtypes is None:
+        dtype = draw(dtype_names(device))
+    else:
+        dtype = dtypes[draw(st.integers(0, len(dtypes) - 1))]
+    return allocate(device, draw(shapes(zero_size=zero_size)), dtype, fill=draw(fills))
+
+
 def allocations(
     on: st.SearchStrategy[str] | None = None,
     *,
     numpy: bool = False,
     zero_size: bool = True,
+    dtypes: Sequence[str] | None = None,
 ) -> st.SearchStrategy[Held]:
-    """Each draw makes a NEW allocation (a NumPy owner array on cpu when ``numpy``)."""
+    """Each draw makes a NEW allocation (a NumPy owner array on cpu when ``numpy``), of
+    any dtype torch has (``dtype_names``) on the device drawn, or one of ``dtypes``
+    (names every drawn device makes: a test about walking, not sizes, passes
+    ``memory.DTYPES``)."""
     if numpy:
         return st.builds(
             allocate,
@@ -215,27 +260,23 @@ def allocations(
             st.just(True),
             fill=FILLS,
         )
-    return st.builds(
-        allocate,
-        on if on is not None else devices(),
-        shapes(zero_size=zero_size),
-        st.sampled_from(DTYPES),
-        fill=FILLS,
-    )
+    return _torch_allocations(on if on is not None else devices(), zero_size, FILLS, dtypes)
 
 
 def _chain(draw: st.DrawFn, held: Held, max_steps: int) -> Held:
     # Indices, not sampled_from(list): integers() strategies are cached by
     # Hypothesis, a fresh sampled_from per step is rebuilt and revalidated.
     for _ in range(draw(st.integers(0, max_steps))):
-        views = derivations(held)
+        views = derivations(held) + aliases(held)
         held = views[draw(st.integers(0, len(views) - 1))](held)
     return held
 
 
 @st.composite
 def derived_values(draw: st.DrawFn, held: Held, max_steps: int = 3) -> Held:
-    """``held`` or a chain of up to ``max_steps`` views of it, all on its allocation."""
+    """``held`` or a chain of up to ``max_steps`` views of it, all on its allocation:
+    views (``derivations``) and aliases that are no views (``aliases``: ``detach()``,
+    tensor subclasses, ``nn.Parameter``)."""
     return _chain(draw, held, max_steps)
 
 
@@ -366,6 +407,99 @@ def _namespace(child: Nested) -> Nested:
     return _opaque(SimpleNamespace(x=child.value), [child], f"SimpleNamespace(x={child.expr})")
 
 
+def _named(children: list[Nested]) -> Nested:
+    # A namedtuple is a tuple: its items are walked (ACCT-8).
+    value = NamedPair(*(c.value for c in children))
+    return _walked(value, children, f"NamedPair({_joined(children)})")
+
+
+def _record(make: type) -> Callable[[Nested], Nested]:
+    # Dataclasses, attrs classes and nn.Modules are other objects (ACCT-8, amended in
+    # version 3): their fields, buffers and parameters count nothing.
+    def build(child: Nested) -> Nested:
+        return _opaque(make(child.value), [child], f"{make.__name__}({child.expr})")
+
+    return build
+
+
+#: Every container kind ``nested_containers`` draws: walked (ACCT-8) or counting nothing.
+CONTAINER_KINDS: dict[type, bool] = {
+    list: True,
+    tuple: True,
+    NamedPair: True,
+    deque: True,
+    UserList: True,
+    dict: True,
+    OrderedDict: True,
+    set: False,
+    SimpleNamespace: False,
+    DataRecord: False,
+    SlotsRecord: False,
+    ModuleHolder: False,
+}
+if AttrsRecord is not None:
+    CONTAINER_KINDS[AttrsRecord] = False
+#: The kinds whose one field ``container_kinds`` reads as ``.value``.
+_RECORDS = tuple(
+    k for k, walked in CONTAINER_KINDS.items() if not walked and k not in (set, SimpleNamespace)
+)
+
+
+def container_kinds(value: object) -> set[type]:
+    """The ``CONTAINER_KINDS`` met anywhere in ``value``, inside the ones that count
+    nothing too (for the reach of ``nested_containers``: bench/reachability.py)."""
+    found: set[type] = set()
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        kind = type(item)
+        if kind not in CONTAINER_KINDS:
+            continue
+        found.add(kind)
+        if isinstance(item, dict):
+            todo += [*item.keys(), *item.values()]
+        elif isinstance(item, SimpleNamespace):
+            todo.append(item.x)
+        elif isinstance(item, _RECORDS):
+            todo.append(getattr(item, "value", None))  # every record holds one ``value``
+        else:
+            todo += list(item)  # type: ignore[call-overload]
+    return found
+
+
+#: The layouts ``value_kinds`` tells apart: what a fast path for one shape of tensor misses.
+VALUE_KINDS = (
+    "alias, no view",
+    "tensor subclass",
+    "offset > 0",
+    "non-contiguous",
+    "stride 0",
+    "prefix at offset 0",
+)
+
+
+def value_kinds(held: Held) -> set[str]:
+    """Which of ``VALUE_KINDS`` a drawn tensor is (for the reach of ``values_from``)."""
+    value = held.value
+    if not isinstance(value, torch.Tensor):
+        return set()
+    kinds = set()
+    if held.expr.endswith((".detach()", "Subclass)", "requires_grad=False)")):
+        kinds.add("alias, no view")
+    if type(value).__name__ in ("PlainSubclass", "TracedSubclass", "Parameter"):
+        kinds.add("tensor subclass")
+    if value.storage_offset() > 0:
+        kinds.add("offset > 0")
+    if not value.is_contiguous():
+        kinds.add("non-contiguous")
+    if 0 in value.stride() and value.numel() > 1:
+        kinds.add("stride 0")
+    nbytes = value.numel() * value.element_size()
+    if value.is_contiguous() and value.storage_offset() == 0 and nbytes < held.allocation.nbytes:
+        kinds.add("prefix at offset 0")
+    return kinds
+
+
 def _containers(children: st.SearchStrategy[Nested]) -> st.SearchStrategy[Nested]:
     items = st.lists(children, max_size=4)
     return st.one_of(
@@ -378,14 +512,17 @@ def _containers(children: st.SearchStrategy[Nested]) -> st.SearchStrategy[Nested
         items.map(_set),
         items.map(_keys),
         children.map(_namespace),
+        st.lists(children, min_size=1, max_size=2).map(_named),
+        *(children.map(_record(kind)) for kind in _RECORDS),
     )
 
 
 def nested_containers(
     leaves: st.SearchStrategy[object], max_leaves: int = 10
 ) -> st.SearchStrategy[Nested]:
-    """Nested dicts, lists, tuples, deques (and sets, key-only dicts, namespaces that
-    count nothing) over ``leaves``: ``Held`` values (counted) or plain objects (not)."""
+    """Nested dicts, lists, tuples, namedtuples, deques (and sets, key-only dicts,
+    namespaces, dataclasses, attrs classes and nn.Modules that count nothing) over
+    ``leaves``: ``Held`` values (counted) or plain objects (not)."""
     return st.recursive(leaves.map(_leaf), _containers, max_leaves=max_leaves)
 
 

@@ -8,6 +8,8 @@ StateObject, never to compute an expected value.
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -19,6 +21,7 @@ from sessionstate.reference import StateObject
 
 __all__ = [
     "NAMES",
+    "READS",
     "Double",
     "FaultyProbe",
     "OtherProbe",
@@ -26,7 +29,9 @@ __all__ = [
     "SessionMapMachine",
     "SubProbe",
     "make_session",
+    "outcome",
     "populate",
+    "reads_of",
     "reset_now",
     "subject_buffer",
 ]
@@ -118,6 +123,45 @@ def subject_buffer(subject: Any) -> Any:
         buffer = subject.make_buffer()
         buffer.append(torch.zeros(2))
     return buffer
+
+
+#: Every public read of a StateObject and of a LatentBuffer (RESET-1, amended in version 3):
+#: after reset() each must answer as an object of the kind that was reset while empty.
+READS: dict[str, Callable[[Any], object]] = {
+    "obj.view()": lambda obj: obj.view(),
+    "obj.view(include_staged=True)": lambda obj: obj.view(include_staged=True),
+    "obj.view(include_staged=False)": lambda obj: obj.view(include_staged=False),
+    "len(obj)": len,
+    "list(obj)": list,
+    "obj.maxlen": lambda obj: obj.maxlen,
+    "obj.nbytes_by_device(set())": lambda obj: obj.nbytes_by_device(set()),
+    "obj.nbytes": lambda obj: obj.nbytes,
+    "obj.resident": lambda obj: obj.resident,
+}
+
+
+def outcome(value: object) -> object:
+    """``value`` as plain, comparable data: a tensor or array as its type, shape and dtype,
+    containers item by item, anything else as it is."""
+    if isinstance(value, torch.Tensor) or hasattr(value, "__array_interface__"):
+        return ("tensor", type(value).__name__, tuple(value.shape), str(value.dtype))  # type: ignore[attr-defined]
+    if isinstance(value, Mapping):
+        return {k: outcome(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, deque)):
+        return [outcome(v) for v in value]
+    return value
+
+
+def reads_of(obj: Any) -> dict[str, object]:
+    """Each of ``READS`` on ``obj``: its ``outcome``, or ``raises <type>`` (a read the
+    object does not offer raises the same for every object of its kind)."""
+    answers: dict[str, object] = {}
+    for name, read in READS.items():
+        try:
+            answers[name] = outcome(read(obj))
+        except Exception as error:
+            answers[name] = f"raises {type(error).__name__}"
+    return answers
 
 
 def reset_now(obj: Double) -> Double:

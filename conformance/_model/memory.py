@@ -36,12 +36,23 @@ from typing import Any, ClassVar, cast
 import numpy as np
 import torch
 
+from sessionstate.conformance._model.aliases import alias_steps
+from sessionstate.conformance._model.dtypes import (
+    KINDS,
+    QUANTIZED_DEVICES,
+    make_tensor,
+    source_of,
+    storage_nbytes,
+)
+
 __all__ = [
+    "ALL_DTYPES",
     "DTYPES",
     "NUMPY_DTYPES",
     "Allocation",
     "Derive",
     "Held",
+    "aliases",
     "allocate",
     "available_devices",
     "borrow",
@@ -56,32 +67,12 @@ __all__ = [
     "simulated_cuda_available",
 ]
 
-#: Item sizes in bytes, written down rather than asked of torch (the model is independent).
-_ITEMSIZE = {
-    "float64": 8,
-    "int64": 8,
-    "float32": 4,
-    "int32": 4,
-    "float16": 2,
-    "bfloat16": 2,
-    "int16": 2,
-    "uint8": 1,
-    "int8": 1,
-}
-#: For ``view(dtype)``: a dtype of the same item size, so the view is legal at any stride.
-_PARTNER = {
-    "float64": "int64",
-    "int64": "float64",
-    "float32": "int32",
-    "int32": "float32",
-    "float16": "int16",
-    "bfloat16": "int16",
-    "int16": "float16",
-    "uint8": "int8",
-    "int8": "uint8",
-}
-DTYPES = tuple(_ITEMSIZE)
+#: The dtypes every group draws (and NumPy has, but bfloat16): what the OBJ, ADAPT and
+#: manager machines use. The ACCT strategies draw from ``ALL_DTYPES``: every dtype torch
+#: has, priced by the hand-written table in ``dtypes.py``.
+DTYPES = ("float64", "int64", "float32", "int32", "float16", "bfloat16", "int16", "uint8", "int8")
 NUMPY_DTYPES = tuple(d for d in DTYPES if d != "bfloat16")
+ALL_DTYPES = tuple(KINDS)
 
 _labels = itertools.count()
 
@@ -482,18 +473,20 @@ def allocate(
     tell apart.
     """
     shape = tuple(int(n) for n in shape)
-    nbytes = math.prod(shape) * _ITEMSIZE[dtype]
     label = f"{'arr' if numpy else 'buf'}{next(_labels)}"
     if numpy:
+        nbytes = math.prod(shape) * KINDS[dtype].itemsize
         array = np.full(shape, fill, dtype=dtype)
         source = _spelled("np", shape, fill, f"dtype={dtype!r}")
         return Held(array, Allocation(label, "cpu", nbytes, array, source=source), label)
-    torch_dtype = getattr(torch, dtype)
+    if KINDS[dtype].make == "quantized" and device not in QUANTIZED_DEVICES:
+        raise ValueError(f"allocate({device!r}, dtype={dtype!r}): quantized on cpu only")
     simulated = is_simulated(device)
-    tensor = torch.full(shape, fill, dtype=torch_dtype, device="cpu" if simulated else device)
+    tensor = make_tensor("cpu" if simulated else device, shape, dtype, fill)
     if simulated:
         tensor = _simulated(tensor, device)
-    source = _spelled("torch", shape, fill, f"dtype=torch.{dtype}, device={device!r}")
+    source = source_of(device, shape, dtype, fill)
+    nbytes = storage_nbytes(shape, dtype)
     return Held(tensor, Allocation(label, device, nbytes, tensor, simulated, source), label)
 
 
@@ -519,7 +512,7 @@ def borrow(device: str, numel: int) -> Held:
     address (0 when ``numel`` is 0), as a CuPy array's is. Needs
     ``borrowing_available()``; ``cuda:N`` only where simulated.
     """
-    nbytes = numel * _ITEMSIZE["float32"]
+    nbytes = numel * KINDS["float32"].itemsize
     make = torch._C._construct_storage_from_data_pointer
     label = f"brw{next(_labels)}"
     if device == "meta":
@@ -571,7 +564,7 @@ def _slices(value: torch.Tensor | np.ndarray) -> list[Derive]:
 
 
 def _numpy_views(array: np.ndarray) -> list[Derive]:
-    partner = _PARTNER[_dtype_name(array)]
+    partner = KINDS[_dtype_name(array)].partner
     views = [
         _derive(".T", lambda a: a.T),
         _derive("[None]", lambda a: a[None]),
@@ -584,7 +577,7 @@ def _numpy_views(array: np.ndarray) -> list[Derive]:
 
 def _torch_views(tensor: torch.Tensor) -> list[Derive]:
     shape, ndim = tuple(tensor.shape), tensor.ndim
-    partner = _PARTNER[_dtype_name(tensor)]
+    partner = KINDS[_dtype_name(tensor)].partner
     expanded = ", ".join(str(n) for n in (2, *shape))
     views = [
         _derive(".unsqueeze(0)", lambda t: t.unsqueeze(0)),
@@ -592,11 +585,9 @@ def _torch_views(tensor: torch.Tensor) -> list[Derive]:
             f".unsqueeze(0).expand({expanded})",
             lambda t: t.unsqueeze(0).expand(2, *shape),
         ),
-        _derive(
-            f".view(torch.{partner})",
-            lambda t: t.view(getattr(torch, partner)),
-        ),
     ]
+    if partner is not None:  # quantized and complex128 storages: no view(dtype) drawn
+        views.append(_derive(f".view(torch.{partner})", lambda t: t.view(getattr(torch, partner))))
     if tensor.is_contiguous():  # view(-1) needs it; reshape would silently copy instead
         views.append(_derive(".view(-1)", lambda t: t.view(-1)))
     if ndim == 2:
@@ -626,6 +617,24 @@ def derivations(held: Held) -> list[Derive]:
     if isinstance(held.value, np.ndarray):
         return _numpy_views(held.value) + _slices(held.value)
     return _torch_views(held.value) + _slices(held.value)
+
+
+def aliases(held: Held) -> list[Derive]:
+    """Aliases of ``held`` that are no views (``aliases.py``): ``detach()``, a tensor
+    subclass with and without ``__torch_function__``, an ``nn.Parameter``. None for a
+    NumPy array or a simulated CUDA tensor (re-classing it would lose its device)."""
+    value = held.value
+    if not isinstance(value, torch.Tensor) or isinstance(value, _SimulatedTensor):
+        return []
+    return [_wrapped(prefix, suffix, fn) for prefix, suffix, fn in alias_steps]
+
+
+def _wrapped(prefix: str, suffix: str, fn: Callable[[Any], Any]) -> Derive:
+    def derive(held: Held) -> Held:
+        return Held(fn(held.value), held.allocation, f"{prefix}{held.expr}{suffix}")
+
+    derive.__name__ = f"{prefix}{suffix}"
+    return derive
 
 
 def expected_bytes(held: Iterable[Held], counted: set[str] | None = None) -> dict[str, int]:

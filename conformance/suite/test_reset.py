@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from sessionstate.conformance._machine.reset import (
@@ -25,11 +25,12 @@ from sessionstate.conformance._machine.reset import (
     SubProbe,
     make_session,
     populate,
+    reads_of,
     reset_now,
     subject_buffer,
 )
 from sessionstate.conformance._machine.stateful import run_steps
-from sessionstate.conformance.checks import calling, check, check_equal
+from sessionstate.conformance.checks import calling, check, check_bytes, check_equal
 
 attr_values = st.one_of(
     st.integers(0, 9), st.text("ab", max_size=2), st.builds(torch.zeros, st.integers(0, 3))
@@ -40,6 +41,7 @@ attr_dicts = st.dictionaries(
 
 
 @pytest.mark.clause("RESET-1")
+@example(names=["frames"], with_buffer=True, attrs={"language": "ab"})
 @given(
     names=st.lists(st.sampled_from(NAMES), unique=True, max_size=5),
     with_buffer=st.booleans(),
@@ -48,7 +50,9 @@ attr_dicts = st.dictionaries(
 def test_reset_resets_every_object_and_clears_attrs(
     subject: Any, names: list[str], with_buffer: bool, attrs: dict[str, Any]
 ) -> None:
-    """After reset() every object is still registered under its name, non-resident; attrs is empty."""
+    """After reset() every object is still registered under its name, non-resident; attrs is
+    empty, the session holds no bytes, and every read of the subject's buffer answers as
+    a buffer reset while empty."""
     session = make_session(subject, "RESET-1")
     objects: dict[str, Any] = {name: Probe(name) for name in names}
     if with_buffer:
@@ -63,6 +67,24 @@ def test_reset_resets_every_object_and_clears_attrs(
         check_equal(session.get(name), obj, "RESET-1", f"session.get({name!r})", when)
         check_equal(obj.resident, False, "RESET-1", f"session.get({name!r}).resident", when)
     check_equal(dict(session.attrs), {}, "RESET-1", "session.attrs", when)
+    with calling("RESET-1", "session.nbytes_by_device()"):
+        check_bytes(session.nbytes_by_device(), {}, "RESET-1", "session.nbytes_by_device()", when)
+    if with_buffer:
+        check_reads_as_reset_while_empty(subject, objects["buffer"], when)
+
+
+def check_reads_as_reset_while_empty(subject: Any, buffer: Any, when: str) -> None:
+    """Every public read of the reset ``buffer`` answers as a twin ``make_buffer()`` that
+    was reset while empty: a reset that only marks the ring released keeps what it held."""
+    with calling("RESET-1", "twin = make_buffer(); twin.reset()"):
+        twin = subject.make_buffer()
+        twin.reset()
+    expected = reads_of(twin)
+    for read, answer in reads_of(buffer).items():
+        call = read.replace("obj", "session.get('buffer')")
+        check_equal(
+            answer, expected[read], "RESET-1", call, f"{when}; as a buffer reset while empty"
+        )
 
 
 #: Which of the objects are ``FaultyProbe``s: at least one.
