@@ -9,12 +9,14 @@ package's conftest.py are ignored there; pytest #1596).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import time
 from argparse import SUPPRESS
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
@@ -160,6 +162,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--sessionstate-journal", metavar="DIR", default=None, help=SUPPRESS)
     group.addoption("--sessionstate-test-timeout", type=float, default=None, help=SUPPRESS)
     group.addoption("--sessionstate-skip-ids", metavar="FILE", default=None, help=SUPPRESS)
+    # time.time() by which the tests are to have stopped, and the run's bound in seconds.
+    group.addoption("--sessionstate-run-deadline", type=float, default=None, help=SUPPRESS)
+    group.addoption("--sessionstate-run-timeout", type=float, default=None, help=SUPPRESS)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -258,6 +263,8 @@ _CRASHED: dict[str, str] = {}
 _WORKER_COLLECTED: dict[str, list[str]] = {}
 #: Whether this process has journaled the facts (once, at its first test).
 _FACTS_SENT: list[bool] = []
+#: How many conformance tests this process has still to run (its share under xdist).
+_TESTS_LEFT: list[int] = []
 
 
 def _open_journal(config: pytest.Config) -> None:
@@ -304,6 +311,9 @@ def _arm_faulthandler(config: pytest.Config) -> None:
             return
         faulthandler.enable(file=_FAULT_FILES[1], all_threads=True)
     margin = min(5.0, seconds / 4)
+    deadline = config.getoption("--sessionstate-run-deadline")
+    if deadline is not None:  # the supervisor cuts the run off a little after this
+        seconds = min(seconds, max(deadline - time.time(), margin + 0.5))
     faulthandler.dump_traceback_later(max(seconds - margin, 0.5), file=_FAULT_FILES[0])
 
 
@@ -329,6 +339,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         if _FAULT_FILES:
             faulthandler.cancel_dump_traceback_later()
         _IN_FLIGHT.discard(item.nodeid)
+        if _TESTS_LEFT:
+            _TESTS_LEFT[0] = max(1, _TESTS_LEFT[0] - 1)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -567,6 +579,8 @@ def pytest_collection_modifyitems(
         _apply_hooks(item, ids, subject)
         _apply_expectations(item, ids, state["expectations"])
     state["collected"] = {item.nodeid: item_clauses(item) for item in keep if item_clauses(item)}
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    _TESTS_LEFT[:] = [-(-len(state["collected"]) // max(1, workers))]  # this process's share
     if state["collected"]:
         _journal("collected", tests=state["collected"])
     if config.getoption("--sessionstate-database"):  # the keys HypoFuzz saved under
@@ -745,8 +759,11 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     gets ``watchdog.Hang`` raised into it, which fails the test; other tests run as they are.
 
     A hang the subject swallowed, or turned into another exception, still fails the test
-    as the hang: the deadlock is what went wrong. A focused test that no example got
-    through (``checks.focused_on``) is skipped as not checked.
+    as the hang: the deadlock is what went wrong. A call too slow to judge
+    (``watchdog.TooSlow``), or a test whose budget (``bounds.test_budget``) ran out, is
+    skipped as not checked, naming the call and, for a property, how many of its
+    examples ran. A focused test that no example got through (``checks.focused_on``) is
+    skipped as not checked.
     """
     if not _inside(item.path, _SUITE_DIR):
         yield
@@ -760,15 +777,86 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     else:
         from sessionstate.conformance._harness.watchdog import Watchdog
 
-        with Watchdog(seconds) as watch:
+        with Watchdog(seconds, budget=_budget(item.config)) as watch, _counting(item, watch):
             outcome = yield
         fired = watch.fired
         if fired is not None and (outcome.excinfo is None or outcome.excinfo[1] is not fired):
             outcome.force_exception(fired)
             return
+        slow = _too_slow(outcome.excinfo[1] if outcome.excinfo else None, watch)
+        if slow:
+            outcome.force_exception(pytest.skip.Exception(slow))
+            return
     reason = not_checked_reason(outcome.excinfo[1]) if outcome.excinfo else None
     if reason:
         outcome.force_exception(pytest.skip.Exception(reason))
+
+
+def _budget(config: pytest.Config) -> float | None:
+    """The next test's budget: its share of what is left of the run (``bounds.test_budget``);
+    ``None`` outside ``sessionstate check`` or with no bound on the run."""
+    from sessionstate.conformance._harness.bounds import test_budget
+
+    deadline = config.getoption("--sessionstate-run-deadline")
+    if deadline is None:
+        return None
+    left = deadline - time.time()
+    tests = _TESTS_LEFT[0] if _TESTS_LEFT else 1
+    return test_budget(config.getoption("--sessionstate-test-timeout"), left, tests)
+
+
+#: A property's examples run and asked for, while it runs (``_counting``).
+_EXAMPLES: list[int] = [0, 0]
+
+
+@contextmanager
+def _counting(item: pytest.Item, watch: Any) -> Iterator[None]:
+    """For a ``@given`` test with a budget: count its examples, and stop it between two
+    examples once the budget is spent (``watchdog.OutOfTime``), rather than only inside a
+    call. Hypothesis' ``inner_test`` is the documented place to wrap each example."""
+    from sessionstate.conformance._harness.watchdog import OutOfTime
+
+    hypothesis = getattr(getattr(item, "obj", None), "hypothesis", None)
+    inner = getattr(hypothesis, "inner_test", None)
+    _EXAMPLES[:] = [0, 0]
+    if inner is None or not watch.active:
+        yield
+        return
+    chosen = getattr(item.obj, "_hypothesis_internal_use_settings", None)
+    _EXAMPLES[1] = int(getattr(chosen, "max_examples", 0) or 0)
+    started = time.monotonic()
+
+    @functools.wraps(inner)
+    def example(*args: Any, **kwargs: Any) -> Any:
+        if watch.budget is not None and time.monotonic() - started > watch.budget:
+            busiest = watch.busiest()
+            raise OutOfTime(
+                busiest.partition(" ")[0],
+                f"stopped for time: the test's share of the run's bound ({watch.budget:g} s) "
+                f"ran out after {time.monotonic() - started:.1f} s"
+                + (f"; most time in {busiest}" if busiest else ""),
+            )
+        _EXAMPLES[0] += 1
+        return inner(*args, **kwargs)
+
+    hypothesis.inner_test = example
+    try:
+        yield
+    finally:
+        hypothesis.inner_test = inner
+
+
+def _too_slow(error: BaseException | None, watch: Any) -> str | None:
+    """The not-checked reason when the test ended too slow to judge, or ``None``."""
+    from sessionstate.conformance._harness.applicability import NOT_CHECKED
+    from sessionstate.conformance._harness.watchdog import TooSlow
+
+    slow = error if isinstance(error, TooSlow) else watch.slow
+    if slow is None:
+        return None
+    ran, asked = _EXAMPLES
+    examples = f" ({ran} of {asked} examples ran)" if asked and ran < asked else ""
+    return f"{NOT_CHECKED}: {str(slow).splitlines()[0]}{examples}"
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -1010,6 +1098,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "seconds": round(time.monotonic() - state["started"], 2),
         # Under `sessionstate check`: the wall-clock bound of one test (None: unbounded).
         "test_timeout": config.getoption("--sessionstate-test-timeout"),
+        "run_timeout": config.getoption("--sessionstate-run-timeout"),
         **_how_it_ended(session, exitstatus),
         # The example database failing mid-run (database.GuardedDatabase): never a clause's.
         "infrastructure": list(_INFRASTRUCTURE.values()),
