@@ -432,15 +432,25 @@ def _bound_line(config: pytest.Config) -> list[str]:
     seconds = config.getoption("--sessionstate-test-timeout")
     if not seconds:
         return ["  each test: unbounded (SESSIONSTATE_TEST_TIMEOUT=0); a hang hangs the run"]
-    return [
+    lines = [
         f"  each test: cut off after {seconds:g} s of wall-clock time (the profile's bound, "
         "or SESSIONSTATE_TEST_TIMEOUT), its clauses unchecked"
     ]
+    run = config.getoption("--sessionstate-run-timeout")
+    if run:
+        lines.append(
+            f"  the whole run: a verdict within {run:g} s (the profile's bound, or "
+            "SESSIONSTATE_RUN_TIMEOUT); each test gets its share, a test out of time stops, "
+            "its clauses unchecked"
+        )
+    else:
+        lines.append("  the whole run: unbounded (SESSIONSTATE_RUN_TIMEOUT=0)")
+    return lines
 
 
 def _deadline_line(config: pytest.Config) -> str:
     """Whether calls into the subject are bounded, and by what (see ``pytest_runtest_call``)."""
-    from sessionstate.conformance._harness.watchdog import unavailable
+    from sessionstate.conformance._harness.watchdog import CONFIRM_FACTOR, unavailable
 
     seconds = _state(config)["call_timeout"]
     why: str | None
@@ -450,7 +460,11 @@ def _deadline_line(config: pytest.Config) -> str:
         why = unavailable()
     if why:
         return f"  calls into the subject: unbounded ({why}); a deadlock hangs the run"
-    return f"  calls into the subject: a call running over {seconds:g} s fails LOCK-3 as a hang"
+    return (
+        f"  calls into the subject: a call blocked on a lock for {seconds:g} s fails LOCK-3 as "
+        f"a deadlock; one still computing is waited for (up to {CONFIRM_FACTOR:g}x that, times "
+        "the load per core), then is too slow to judge (unchecked)"
+    )
 
 
 def _run_line_args(config: pytest.Config) -> tuple[str, str, str, int | None, str]:
@@ -751,6 +765,20 @@ def _apply_expectations(item: pytest.Item, ids: list[str], expectations: list[An
 
 
 _SUITE_DIR = Path(__file__).resolve().parent / "suite"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test of the suite that starts once the run's time is spent (``_budget`` is 0) is
+    skipped as not checked, before its fixtures are made."""
+    if not _inside(item.path, _SUITE_DIR) or _STATE not in item.config.stash:
+        return
+    budget = _budget(item.config)
+    if budget is not None and budget <= 0:
+        from sessionstate.conformance._harness.applicability import NOT_CHECKED
+
+        run = item.config.getoption("--sessionstate-run-timeout") or 0
+        pytest.skip(f"{NOT_CHECKED}: the run's bound ({run:g} s) ran out before this test started")
 
 
 @pytest.hookimpl(hookwrapper=True)

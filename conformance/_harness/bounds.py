@@ -68,8 +68,9 @@ RUN_SECONDS: dict[str, float] = {
 STARTUP_SECONDS = 120.0
 #: Seconds the supervisor may take after the run's bound to end the child and report.
 REPORT_SECONDS = 15.0
-#: The share of the run's bound the child keeps back: its tests stop this much before the
-#: supervisor would cut them off, so their records say which call was running.
+#: The share of the run's bound the child keeps back (at least 3 s, at most a quarter): its
+#: tests stop this much before the supervisor would cut them off, so their records say
+#: which call was running.
 RUN_RESERVE = 0.05
 
 

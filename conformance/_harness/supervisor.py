@@ -267,7 +267,8 @@ class _Run:
         less ``RUN_RESERVE`` of it, so a test stops for time before it is cut off."""
         if self.run_seconds is None:
             return None
-        return self.started_wall + self.run_seconds * (1 - RUN_RESERVE)
+        reserve = min(max(self.run_seconds * RUN_RESERVE, 3.0), self.run_seconds / 4)
+        return self.started_wall + self.run_seconds - reserve
 
     def _watch(self, child: _Child) -> None:
         """Follow ``child`` until it ends, killing it where a bound says so."""
@@ -678,6 +679,12 @@ def _kind(filename: str) -> str:
     return "subject"
 
 
+def _is_probe(frames: list[tuple[str, str, str]]) -> bool:
+    """Whether these frames are the watchdog's probe thread (``watchdog._Probe``): the
+    suite's own code, waiting, never the call in flight."""
+    return any(f == "_serve" and Path(p).name == "watchdog.py" for p, _, f in frames)
+
+
 def _call_from_dump(text: str) -> str:
     """`` in CALL() (FILE:LINE)``: in the thread running suite code, the outermost
     subject frame the suite called (the call in flight) and the innermost subject frame
@@ -690,7 +697,7 @@ def _call_from_dump(text: str) -> str:
         match = _FRAME.match(line)
         if match and threads:
             threads[-1].append((match["file"], match["line"], match["func"]))
-    threads = [frames for frames in threads if frames]
+    threads = [frames for frames in threads if frames and not _is_probe(frames)]
     if not threads:
         return ""
     chosen = next((f for f in threads if any(_kind(p) == "suite" for p, _, _ in f)), threads[0])

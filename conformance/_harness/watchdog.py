@@ -20,7 +20,8 @@ uses CPU: a loaded machine, a slow subject) is waited for up to the confirmation
 one that returns by then is no failure at all, one still running then gets ``TooSlow``
 raised into it: the test is "too slow to judge", its clauses unchecked, never failed. Inside
 a ``blame`` block (a clause whose rule is that the call ends, e.g. ACCT-14's walk of an
-endless sequence) a call still running at the confirmation bound fails the block's clause.
+endless sequence) a call still running at the deadline times ``load_factor()`` fails the
+block's clause.
 
 A thread blocked in ``threading.Lock.acquire()`` wakes up to run the handler,
 so the exception unwinds the subject's own frames: its ``with lock:`` blocks
@@ -189,7 +190,8 @@ _blamed: list[_Blame] = []  # innermost last; only the main thread's blocks coun
 def blame(clause: str, call: str | None = None, why: str = " (deadlock?)") -> Iterator[None]:
     """A hang inside this block fails ``clause`` and names ``call`` (default: the function
     the watchdog found stuck) with ``why`` after the deadline; so does a call still running
-    at the confirmation bound, since the block's clause is that the call ends. Outside any
+    after the deadline times ``load_factor()``, since the block's clause is that the call
+    ends (a loaded machine slows a call that ends, so the deadline is scaled). Outside any
     block a blocked call fails LOCK-3, "with lock_factory=threading.Lock every method
     returns", and one still running at the confirmation bound is ``TooSlow``."""
     if threading.current_thread() is not threading.main_thread():
@@ -338,12 +340,14 @@ class Watchdog:
         self._watched: _Watched | None = None
         self._previous: tuple[Any, tuple[float, float]] | None = None
         self._entered = 0.0
+        self.load = 1.0
 
     def __enter__(self) -> Watchdog:
         if unavailable() is not None:
             return self
+        self.load = load_factor()
         if self.confirm is None:
-            self.confirm = max(self.seconds, CONFIRM_FACTOR * self.seconds * load_factor())
+            self.confirm = max(self.seconds, CONFIRM_FACTOR * self.seconds * self.load)
         frame: FrameType | None = sys._getframe(1)
         while frame is not None:
             self._outer.add(id(frame))  # alive for as long as the block: they enclose it
@@ -447,15 +451,18 @@ class Watchdog:
             _hung.add(code)
             self.fired = self.fired or hang
             return hang
+        if _blamed:  # the block's clause is that the call ends: the deadline, scaled to load
+            limit = round(deadline * self.load, 1) if self.fired is None else deadline
+            if elapsed < limit - 1e-3:
+                return None
+            hang = self._hang(watched.call, limit, "")
+            self.fired = self.fired or hang
+            return hang
         confirm = max(deadline, self.confirm or 0.0)
         if code in _slow:
             confirm = deadline
         if elapsed < confirm - 1e-3:
             return None
-        if _blamed:  # the block's clause is that the call ends
-            hang = self._hang(watched.call, confirm, "")
-            self.fired = self.fired or hang
-            return hang
         _slow.add(code)
         how = (
             f"blocked in {watched.channel}, not on a lock" if blocked else "still computing"

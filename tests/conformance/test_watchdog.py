@@ -30,6 +30,7 @@ from sessionstate.conformance._harness.watchdog import (
     run_threads_within,
     unavailable,
 )
+from sessionstate.conformance.checks import ClauseFailure
 from sessionstate.fixtures.zoo.lock_stats_reentrant import StatsReentrantManager
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"{unavailable()}")
@@ -46,6 +47,7 @@ def fresh_watchdog(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No function has hung before; no timer or handler is left after the test."""
     monkeypatch.setattr(watchdog, "_hung", set())
     monkeypatch.setattr(watchdog, "_slow", set())
+    monkeypatch.setattr(watchdog, "load_factor", lambda: 1.0)  # an idle machine's bounds
     before = signal.getsignal(signal.SIGALRM)
     yield
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
@@ -226,8 +228,20 @@ def test_blame_names_the_clause_and_the_call() -> None:
         spin(stopped)  # still computing: a blame block's clause is that the call ends
     assert caught.value.clause == "ACCT-9"
     assert str(caught.value) == (
-        f"device_bytes(loop, seen) did not return within {CONFIRM} s, after x = loop() [ACCT-9]"
+        "device_bytes(loop, seen) did not return within 0.5 s, after x = loop() [ACCT-9]"
     )
+
+
+def test_a_blame_blocks_deadline_for_a_computing_call_scales_with_the_load(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(watchdog, "load_factor", lambda: 3.0)
+    with (
+        Watchdog(0.2, TICK, confirm=CONFIRM),
+        pytest.raises(Hang, match=r"did not return within 0\.6 s \[ACCT-9\]$"),
+        blame("ACCT-9", "device_bytes(loop, seen)", why=""),
+    ):
+        spin(threading.Event())
 
 
 def test_hypothesis_does_not_shrink_or_replay_a_hang() -> None:
@@ -291,3 +305,47 @@ def test_deadline_from_a_setting(value: str | None, seconds: float | None) -> No
 def test_deadline_from_rejects_what_is_not_seconds(value: str) -> None:
     with pytest.raises(ValueError):
         deadline_from(value)
+
+
+# Threads of the test's own (run_threads_within) past their deadline ----------------------
+
+
+def test_threads_still_computing_past_the_deadline_are_waited_for() -> None:
+    """A loaded machine slows the threads: they end before the confirmation bound, no failure."""
+    errors = run_threads_within("LOCK-4", [lambda: spin_for(0.8)] * 2, InFlight(), seconds=0.2)
+    assert errors == []
+
+
+def test_threads_blocked_on_a_lock_fail_the_clause_soon_after_the_deadline() -> None:
+    lock = threading.Lock()
+    lock.acquire()
+    inflight = InFlight()
+
+    def stuck() -> None:
+        with inflight.call("stats()"):
+            lock.acquire()
+
+    started = time.monotonic()
+    with pytest.raises(ClauseFailure, match=r"thread 0: stats\(\) did not return within 0\.2 s"):
+        run_threads_within("LOCK-4", [stuck], inflight, seconds=0.2)
+    assert time.monotonic() - started < 0.2 + 0.2 + 4 * watchdog.TICK_SECONDS + SLACK
+    lock.release()
+
+
+def test_threads_computing_past_the_confirmation_bound_are_too_slow_to_judge() -> None:
+    stop = threading.Event()
+    inflight = InFlight()
+
+    def forever() -> None:
+        with inflight.call("get_or_create_session('a')"):
+            while not stop.is_set():
+                pass
+
+    started = time.monotonic()
+    try:
+        with pytest.raises(TooSlow, match=r"^too slow to judge: thread 0: get_or_create"):
+            run_threads_within("LOCK-4", [forever], inflight, seconds=0.2)
+    finally:
+        stop.set()
+    confirm = watchdog.CONFIRM_FACTOR * 0.2
+    assert confirm <= time.monotonic() - started < confirm + 4 * watchdog.TICK_SECONDS + SLACK
