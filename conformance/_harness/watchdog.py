@@ -464,9 +464,7 @@ class Watchdog:
         if elapsed < confirm - 1e-3:
             return None
         _slow.add(code)
-        how = (
-            f"blocked in {watched.channel}, not on a lock" if blocked else "still computing"
-        )
+        how = f"blocked in {watched.channel}, not on a lock" if blocked else "still computing"
         name = f"{code.co_name}()"
         slow = TooSlow(
             name,
