@@ -50,8 +50,8 @@ def seed_fuzz_corpus(run_cli: Run, tmp_path: Path, db: Path) -> None:
     into HypoFuzz's corpus for that test, so that the fuzzer's first replay is the failing
     case: the test pins that ``fuzz`` runs it, reports it and stores it where ``check``
     finds it, not how lucky a search is against the clock on a loaded machine."""
-    from hypothesis.database import DirectoryBasedExampleDatabase
     from hypofuzz.database.database import corpus_key
+    from hypothesis.database import DirectoryBasedExampleDatabase
 
     (tmp_path / "fuzz_keys.py").write_text(KEYS_PLUGIN, encoding="utf-8")
     keys_out = tmp_path / "keys.json"
