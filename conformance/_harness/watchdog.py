@@ -100,7 +100,7 @@ BLOCKED_SECONDS = 2.0
 #: CPU seconds the process may use per tick and still count as still: the handler's own
 #: cost is tens of microseconds; a computing thread gets milliseconds per tick even at a
 #: load of a hundred per core.
-STILL_CPU_PER_TICK = 0.002
+STILL_CPU_PER_TICK = 0.005
 #: The confirmation bound, in deadlines (times ``load_factor()``): how long a call that is
 #: still computing is waited for before it is "too slow to judge".
 CONFIRM_FACTOR = 6.0
@@ -299,9 +299,11 @@ class _Watched:
     seen: float
     #: Since when the call has sat still (frame unmoved, no CPU).
     still_since: float
-    #: The main thread's wait channel, once the probe has read it (``None``: not known).
+    #: The main thread's wait channel, as the probe last read it (``None``: not yet), and
+    #: since when every read has found it waiting on a futex (``None``: the last did not).
     channel: str | None = None
-    probed: bool = False
+    futex_since: float | None = None
+    asked: bool = False
 
 
 class Watchdog:
@@ -417,15 +419,14 @@ class Watchdog:
     def _observe(self, watched: _Watched, inner: FrameType, now: float, cpu: float) -> None:
         """Update what the ticks have seen: has the call moved, or used CPU, since the last?"""
         gap = now - watched.seen
-        moved = inner is not watched.inner or inner.f_lasti != watched.lasti
+        # A tight loop is interrupted at the same instruction every time, so only the CPU
+        # used (by every thread: a helper the call waits for counts) tells it from a wait.
         busy = cpu - watched.cpu > STILL_CPU_PER_TICK * max(1.0, gap / self.tick)
-        late = gap > 4 * self.tick + 0.5  # the process itself was not running: no evidence
-        if moved or busy or late:
-            watched.still_since, watched.channel, watched.probed = now, None, False
+        if busy or watched.channel == "running":
+            watched.still_since = now
         watched.inner, watched.lasti, watched.cpu, watched.seen = inner, inner.f_lasti, cpu, now
-        still = now - watched.still_since
-        if not watched.probed and still >= self._blocked_needed(watched) / 2:
-            watched.probed = True
+        if not watched.asked:
+            watched.asked = True
             _Probe.ask(watched)  # read the wait channel while this thread waits again
 
     def _blocked_needed(self, watched: _Watched) -> float:
@@ -442,8 +443,13 @@ class Watchdog:
         """``Hang``, ``TooSlow`` or ``None`` (wait on) for the call in flight."""
         elapsed, still = now - watched.started, now - watched.still_since
         deadline = self._deadline(watched)
-        blocked = still >= self._blocked_needed(watched) - 1e-3
-        on_a_lock = watched.channel is None or "futex" in watched.channel
+        needed = self._blocked_needed(watched) - 1e-3
+        blocked = still >= needed
+        if _Probe.running():  # Linux: the kernel says where the thread waits
+            futex = watched.futex_since
+            on_a_lock = futex is not None and now - futex >= min(needed, still)
+        else:
+            on_a_lock = True  # no more evidence to be had than the frame and the CPU
         code = watched.call.f_code
         if elapsed >= deadline - 1e-3 and blocked and on_a_lock:  # ticks are not exact
             note = "; it hung before" if code in _hung and self.fired is None else ""
@@ -464,7 +470,8 @@ class Watchdog:
         if elapsed < confirm - 1e-3:
             return None
         _slow.add(code)
-        how = f"blocked in {watched.channel}, not on a lock" if blocked else "still computing"
+        waiting = blocked and watched.channel not in (None, "running") and not on_a_lock
+        how = f"blocked in {watched.channel}, not on a lock" if waiting else "still computing"
         name = f"{code.co_name}()"
         slow = TooSlow(
             name,
@@ -524,6 +531,10 @@ class _Probe:
         cls._thread.start()
 
     @classmethod
+    def running(cls) -> bool:
+        return cls._thread is not None
+
+    @classmethod
     def ask(cls, watched: _Watched) -> None:
         if cls._thread is not None:
             cls._requests.put(watched)
@@ -533,8 +544,15 @@ class _Probe:
         task = _proc_task(threading.main_thread())
         while True:
             watched = cls._requests.get()
+            asked = time.monotonic()
             time.sleep(0.02)  # the handler has returned: the main thread waits again
-            watched.channel = _wait_channel(task)
+            channel = _wait_channel(task)
+            if channel is not None and "futex" in channel:
+                watched.futex_since = watched.futex_since or asked
+            else:
+                watched.futex_since = None
+            watched.channel = channel
+            watched.asked = False
 
 
 def _proc_task(thread: threading.Thread) -> Path:
@@ -555,7 +573,7 @@ def _wait_channel(task: Path) -> str | None:
     except (OSError, IndexError, UnicodeDecodeError):
         return None
     if not first.isdigit():
-        return None  # "running"
+        return "running" if first == "running" else None
     if int(first) in _FUTEX_CALLS.get(platform.machine(), set()):
         return "futex"
     return f"system call {first}"
