@@ -856,16 +856,22 @@ def _counting(item: pytest.Item, watch: Any) -> Iterator[None]:
 
     @functools.wraps(inner)
     def example(*args: Any, **kwargs: Any) -> Any:
-        if watch.budget is not None and time.monotonic() - started > watch.budget:
+        spent = watch.budget is not None and time.monotonic() - started > watch.budget
+        if spent and not watch.failing:  # a failure found is shrunk and reported instead
             busiest = watch.busiest()
-            raise OutOfTime(
+            watch.slow = watch.slow or OutOfTime(
                 busiest.partition(" ")[0],
                 f"stopped for time: the test's share of the run's bound ({watch.budget:g} s) "
                 f"ran out after {time.monotonic() - started:.1f} s"
                 + (f"; most time in {busiest}" if busiest else ""),
             )
+            raise watch.slow
         _EXAMPLES[0] += 1
-        return inner(*args, **kwargs)
+        try:
+            return inner(*args, **kwargs)
+        except Exception:
+            watch.failing = True
+            raise
 
     hypothesis.inner_test = example
     try:
