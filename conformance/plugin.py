@@ -844,13 +844,14 @@ def _counting(item: pytest.Item, watch: Any) -> Iterator[None]:
     call. Hypothesis' ``inner_test`` is the documented place to wrap each example."""
     from sessionstate.conformance._harness.watchdog import OutOfTime
 
-    hypothesis = getattr(getattr(item, "obj", None), "hypothesis", None)
+    test = getattr(item, "obj", None)
+    hypothesis: Any = getattr(test, "hypothesis", None)
     inner = getattr(hypothesis, "inner_test", None)
     _EXAMPLES[:] = [0, 0]
     if inner is None or not watch.active:
         yield
         return
-    chosen = getattr(item.obj, "_hypothesis_internal_use_settings", None)
+    chosen = getattr(test, "_hypothesis_internal_use_settings", None)
     _EXAMPLES[1] = int(getattr(chosen, "max_examples", 0) or 0)
     started = time.monotonic()
 
