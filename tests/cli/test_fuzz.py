@@ -55,6 +55,7 @@ def seed_fuzz_corpus(run_cli: Run, tmp_path: Path, db: Path) -> None:
 
     (tmp_path / "fuzz_keys.py").write_text(KEYS_PLUGIN, encoding="utf-8")
     keys_out = tmp_path / "keys.json"
+    db.mkdir()  # check reads a database it is given; it never makes one
     os.environ["KEYS_OUT"] = str(keys_out)
     try:
         found = run_cli("check", ZOO, "--database", str(db), "--clause", "LRU-4", "--",
