@@ -9,12 +9,14 @@ package's conftest.py are ignored there; pytest #1596).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import time
 from argparse import SUPPRESS
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
@@ -160,6 +162,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--sessionstate-journal", metavar="DIR", default=None, help=SUPPRESS)
     group.addoption("--sessionstate-test-timeout", type=float, default=None, help=SUPPRESS)
     group.addoption("--sessionstate-skip-ids", metavar="FILE", default=None, help=SUPPRESS)
+    # time.time() by which the tests are to have stopped, and the run's bound in seconds.
+    group.addoption("--sessionstate-run-deadline", type=float, default=None, help=SUPPRESS)
+    group.addoption("--sessionstate-run-timeout", type=float, default=None, help=SUPPRESS)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -259,6 +264,8 @@ _CRASHED: dict[str, str] = {}
 _WORKER_COLLECTED: dict[str, list[str]] = {}
 #: Whether this process has journaled the facts (once, at its first test).
 _FACTS_SENT: list[bool] = []
+#: How many conformance tests this process has still to run (its share under xdist).
+_TESTS_LEFT: list[int] = []
 
 
 def _open_journal(config: pytest.Config) -> None:
@@ -305,6 +312,9 @@ def _arm_faulthandler(config: pytest.Config) -> None:
             return
         faulthandler.enable(file=_FAULT_FILES[1], all_threads=True)
     margin = min(5.0, seconds / 4)
+    deadline = config.getoption("--sessionstate-run-deadline")
+    if deadline is not None:  # the supervisor cuts the run off a little after this
+        seconds = min(seconds, max(deadline - time.time(), margin + 0.5))
     faulthandler.dump_traceback_later(max(seconds - margin, 0.5), file=_FAULT_FILES[0])
 
 
@@ -330,6 +340,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         if _FAULT_FILES:
             faulthandler.cancel_dump_traceback_later()
         _IN_FLIGHT.discard(item.nodeid)
+        if _TESTS_LEFT:
+            _TESTS_LEFT[0] = max(1, _TESTS_LEFT[0] - 1)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -426,15 +438,25 @@ def _bound_line(config: pytest.Config) -> list[str]:
     seconds = config.getoption("--sessionstate-test-timeout")
     if not seconds:
         return ["  each test: unbounded (SESSIONSTATE_TEST_TIMEOUT=0); a hang hangs the run"]
-    return [
+    lines = [
         f"  each test: cut off after {seconds:g} s of wall-clock time (the profile's bound, "
         "or SESSIONSTATE_TEST_TIMEOUT), its clauses unchecked"
     ]
+    run = config.getoption("--sessionstate-run-timeout")
+    if run:
+        lines.append(
+            f"  the whole run: a verdict within {run:g} s (the profile's bound, or "
+            "SESSIONSTATE_RUN_TIMEOUT); each test gets its share, a test out of time stops, "
+            "its clauses unchecked"
+        )
+    else:
+        lines.append("  the whole run: unbounded (SESSIONSTATE_RUN_TIMEOUT=0)")
+    return lines
 
 
 def _deadline_line(config: pytest.Config) -> str:
     """Whether calls into the subject are bounded, and by what (see ``pytest_runtest_call``)."""
-    from sessionstate.conformance._harness.watchdog import unavailable
+    from sessionstate.conformance._harness.watchdog import CONFIRM_FACTOR, unavailable
 
     seconds = _state(config)["call_timeout"]
     why: str | None
@@ -444,7 +466,11 @@ def _deadline_line(config: pytest.Config) -> str:
         why = unavailable()
     if why:
         return f"  calls into the subject: unbounded ({why}); a deadlock hangs the run"
-    return f"  calls into the subject: a call running over {seconds:g} s fails LOCK-3 as a hang"
+    return (
+        f"  calls into the subject: a call blocked on a lock for {seconds:g} s fails LOCK-3 as "
+        f"a deadlock; one still computing is waited for (up to {CONFIRM_FACTOR:g}x that, times "
+        "the load per core), then is too slow to judge (unchecked)"
+    )
 
 
 def _run_line_args(config: pytest.Config) -> tuple[str, str, str, int | None, str]:
@@ -573,6 +599,8 @@ def pytest_collection_modifyitems(
         _apply_hooks(item, ids, subject)
         _apply_expectations(item, ids, state["expectations"])
     state["collected"] = {item.nodeid: item_clauses(item) for item in keep if item_clauses(item)}
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    _TESTS_LEFT[:] = [-(-len(state["collected"]) // max(1, workers))]  # this process's share
     if state["collected"]:
         _journal("collected", tests=state["collected"])
     if config.getoption("--sessionstate-database"):  # the keys HypoFuzz saved under
@@ -743,14 +771,31 @@ def _apply_expectations(item: pytest.Item, ids: list[str], expectations: list[An
 _SUITE_DIR = Path(__file__).resolve().parent / "suite"
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test of the suite that starts once the run's time is spent (``_budget`` is 0) is
+    skipped as not checked, before its fixtures are made."""
+    if not _inside(item.path, _SUITE_DIR) or _STATE not in item.config.stash:
+        return
+    budget = _budget(item.config)
+    if budget is not None and budget <= 0:
+        from sessionstate.conformance._harness.applicability import NOT_CHECKED
+
+        run = item.config.getoption("--sessionstate-run-timeout") or 0
+        pytest.skip(f"{NOT_CHECKED}: the run's bound ({run:g} s) ran out before this test started")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Any:
     """In a test of the suite, every call into subject code returns within the deadline or
     gets ``watchdog.Hang`` raised into it, which fails the test; other tests run as they are.
 
     A hang the subject swallowed, or turned into another exception, still fails the test
-    as the hang: the deadlock is what went wrong. A focused test that no example got
-    through (``checks.focused_on``) is skipped as not checked.
+    as the hang: the deadlock is what went wrong. A call too slow to judge
+    (``watchdog.TooSlow``), or a test whose budget (``bounds.test_budget``) ran out, is
+    skipped as not checked, naming the call and, for a property, how many of its
+    examples ran. A focused test that no example got through (``checks.focused_on``) is
+    skipped as not checked.
     """
     if not _inside(item.path, _SUITE_DIR):
         yield
@@ -764,15 +809,93 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     else:
         from sessionstate.conformance._harness.watchdog import Watchdog
 
-        with Watchdog(seconds) as watch:
+        with Watchdog(seconds, budget=_budget(item.config)) as watch, _counting(item, watch):
             outcome = yield
         fired = watch.fired
         if fired is not None and (outcome.excinfo is None or outcome.excinfo[1] is not fired):
             outcome.force_exception(fired)
             return
+        slow = _too_slow(outcome.excinfo[1] if outcome.excinfo else None, watch)
+        if slow:
+            outcome.force_exception(pytest.skip.Exception(slow))
+            return
     reason = not_checked_reason(outcome.excinfo[1]) if outcome.excinfo else None
     if reason:
         outcome.force_exception(pytest.skip.Exception(reason))
+
+
+def _budget(config: pytest.Config) -> float | None:
+    """The next test's budget: its share of what is left of the run (``bounds.test_budget``);
+    ``None`` outside ``sessionstate check`` or with no bound on the run."""
+    from sessionstate.conformance._harness.bounds import test_budget
+
+    deadline = config.getoption("--sessionstate-run-deadline")
+    if deadline is None:
+        return None
+    left = deadline - time.time()
+    tests = _TESTS_LEFT[0] if _TESTS_LEFT else 1
+    return test_budget(config.getoption("--sessionstate-test-timeout"), left, tests)
+
+
+#: A property's examples run and asked for, while it runs (``_counting``).
+_EXAMPLES: list[int] = [0, 0]
+
+
+@contextmanager
+def _counting(item: pytest.Item, watch: Any) -> Iterator[None]:
+    """For a ``@given`` test with a budget: count its examples, and stop it between two
+    examples once the budget is spent (``watchdog.OutOfTime``), rather than only inside a
+    call. Hypothesis' ``inner_test`` is the documented place to wrap each example."""
+    from sessionstate.conformance._harness.watchdog import OutOfTime
+
+    test = getattr(item, "obj", None)
+    hypothesis: Any = getattr(test, "hypothesis", None)
+    inner = getattr(hypothesis, "inner_test", None)
+    _EXAMPLES[:] = [0, 0]
+    if inner is None or not watch.active:
+        yield
+        return
+    chosen = getattr(test, "_hypothesis_internal_use_settings", None)
+    _EXAMPLES[1] = int(getattr(chosen, "max_examples", 0) or 0)
+    started = time.monotonic()
+
+    @functools.wraps(inner)
+    def example(*args: Any, **kwargs: Any) -> Any:
+        spent = watch.budget is not None and time.monotonic() - started > watch.budget
+        if spent and not watch.failing:  # a failure found is shrunk and reported instead
+            busiest = watch.busiest()
+            watch.slow = watch.slow or OutOfTime(
+                busiest.partition(" ")[0],
+                f"stopped for time: the test's share of the run's bound ({watch.budget:g} s) "
+                f"ran out after {time.monotonic() - started:.1f} s"
+                + (f"; most time in {busiest}" if busiest else ""),
+            )
+            raise watch.slow
+        _EXAMPLES[0] += 1
+        try:
+            return inner(*args, **kwargs)
+        except Exception:
+            watch.failing = True
+            raise
+
+    hypothesis.inner_test = example
+    try:
+        yield
+    finally:
+        hypothesis.inner_test = inner
+
+
+def _too_slow(error: BaseException | None, watch: Any) -> str | None:
+    """The not-checked reason when the test ended too slow to judge, or ``None``."""
+    from sessionstate.conformance._harness.applicability import NOT_CHECKED
+    from sessionstate.conformance._harness.watchdog import TooSlow
+
+    slow = error if isinstance(error, TooSlow) else watch.slow
+    if slow is None:
+        return None
+    ran, asked = _EXAMPLES
+    examples = f" ({ran} of {asked} examples ran)" if asked and ran < asked else ""
+    return f"{NOT_CHECKED}: {str(slow).splitlines()[0]}{examples}"
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -1030,6 +1153,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "seconds": round(time.monotonic() - state["started"], 2),
         # Under `sessionstate check`: the wall-clock bound of one test (None: unbounded).
         "test_timeout": config.getoption("--sessionstate-test-timeout"),
+        "run_timeout": config.getoption("--sessionstate-run-timeout"),
         **_how_it_ended(session, exitstatus),
         # The example database failing mid-run (database.GuardedDatabase): never a clause's.
         "infrastructure": list(_INFRASTRUCTURE.values()),

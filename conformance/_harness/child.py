@@ -2,6 +2,8 @@
 
 ``python -m sessionstate.conformance._harness.child SPEC.json`` where the file holds
 ``{"options": CheckOptions fields, "files": {...}, "test_seconds": float | null,
+"run_deadline": float | null (``time.time()`` by which the tests are to have stopped),
+"run_seconds": float | null (the run's bound),
 "skip_ids": path | null, "validate_only": bool}`` (``validate_only``: stop after the
 validation, for ``sessionstate fuzz``). It does what the check did in one process before: validates
 the request with the subject's code (``runner.validate``: importing the target, calling
@@ -66,6 +68,9 @@ def main(argv: list[str]) -> int:
     ours = ["--sessionstate-journal", files["journal"]]
     if spec.get("test_seconds"):
         ours += ["--sessionstate-test-timeout", str(spec["test_seconds"])]
+    if spec.get("run_deadline"):
+        ours += ["--sessionstate-run-deadline", repr(spec["run_deadline"])]
+        ours += ["--sessionstate-run-timeout", repr(spec["run_seconds"])]
     if spec.get("skip_ids"):
         ours += ["--sessionstate-skip-ids", spec["skip_ids"]]
     passthrough = len(options.pytest_args)

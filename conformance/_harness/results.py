@@ -229,7 +229,8 @@ def results_json(
     verdict, and every test record.
 
     ``run`` may also give ``test_timeout``, the wall-clock bound of one test under
-    ``sessionstate check`` (``None``: unbounded, or not run by it), and say how the run ended (``plugin._how_it_ended``): ``stopped`` (why it
+    ``sessionstate check`` (``None``: unbounded, or not run by it), ``run_timeout``, the
+    bound of the whole run (``bounds.run_bound``), and say how the run ended (``plugin._how_it_ended``): ``stopped`` (why it
     ended before its last test, or ``None``), ``interrupted`` (stopped other than at a
     failure, as ``-x`` asks: the verdict is then ``incomplete``), ``tests_collected``,
     and ``unfinished``: the clauses whose tests did not all run (``None``: not known, so
@@ -268,6 +269,7 @@ def results_json(
         "reproduce": reproduce,
         "seconds": run["seconds"],
         "test_timeout": run.get("test_timeout"),
+        "run_timeout": run.get("run_timeout"),
         "date": run.get("date"),
         "unmatched_expectations": unmatched,
         "environment": facts["environment"],

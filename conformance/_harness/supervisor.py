@@ -17,6 +17,12 @@ always ends with a verdict or one line saying why there is none:
   no record yet (``--sessionstate-skip-ids``), at most ``MAX_ATTEMPTS`` children in all;
   the results are then computed here over every attempt's records and these
   (``results.results_json``), and written as the check writes them.
+- **The whole run** is bounded (``bounds.run_bound``: per profile,
+  ``SESSIONSTATE_RUN_TIMEOUT``): the child learns the deadline and gives each test a budget
+  (``bounds.test_budget``), so slow tests stop for time with their call named; at the
+  bound itself the child is killed, the tests then running are cut off, those not yet
+  run are unchecked, and no further child starts. The verdict follows within
+  ``bounds.REPORT_SECONDS``.
 - **Start-up** (imports, hooks, collection) is bounded too (``bounds.startup_bound``); a
   child that ends before a verdict (``os._exit`` at import) is incomplete, exit 3,
   naming the phase. A usage error found in the child comes back as its one line, exit 2.
@@ -49,7 +55,10 @@ from types import FrameType
 from typing import Any
 
 from sessionstate.conformance._harness.bounds import (
+    RUN_RESERVE,
+    RUN_TIMEOUT_ENV,
     TEST_TIMEOUT_ENV,
+    run_bound,
     startup_bound,
     test_bound,
 )
@@ -87,13 +96,14 @@ def supervise(options: CheckOptions) -> int:
     """Run the check as ``options`` say, the suite in a child process; the exit status."""
     try:
         seconds = test_bound(options.profile, os.environ)
+        run_seconds = run_bound(options.profile, os.environ)
     except UsageError as error:
         print(f"sessionstate check: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     if {"--trace", "--pdb"} & set(options.pytest_args):
-        seconds = None  # a person stepping through a test is not a hang
+        seconds = run_seconds = None  # a person stepping through a test is not a hang
     with tempfile.TemporaryDirectory(prefix="sessionstate-check-") as scratch:
-        run = _Run(options, seconds, Path(scratch))
+        run = _Run(options, seconds, Path(scratch), run_seconds=run_seconds)
         with run.handling_signals():
             return run.go()
 
@@ -163,7 +173,11 @@ class _Run:
     options: CheckOptions
     test_seconds: float | None
     scratch: Path
+    #: The whole run's bound (``None``: unbounded), and whether it ran out.
+    run_seconds: float | None = None
+    ran_out: bool = False
     started: float = field(default_factory=time.monotonic)
+    started_wall: float = field(default_factory=time.time)
     #: Every conformance test collected, with its clauses (all attempts).
     collected: dict[str, list[str]] = field(default_factory=dict)
     #: The records the journal holds (the processes running the tests wrote them).
@@ -201,6 +215,8 @@ class _Run:
                 break  # every collected test has its record
             last = self._start(skip)
             self._watch(last)
+            if self.ran_out:
+                break  # the run's bound: what is left is unchecked
             if last.files["usage"].exists():
                 message = last.files["usage"].read_text(encoding="utf-8")
                 print(f"sessionstate check: error: {message}", file=sys.stderr)
@@ -231,6 +247,8 @@ class _Run:
             "options": asdict(self.options),
             "files": {k: str(v) for k, v in files.items()},
             "test_seconds": self.test_seconds,
+            "run_deadline": self._child_deadline(),
+            "run_seconds": self.run_seconds,
             "skip_ids": str(files["skip"]) if skip else None,
         }
         if skip:
@@ -239,6 +257,14 @@ class _Run:
         process = spawn_child(files["spec"])
         self.child = _Child(process, files, time.monotonic())
         return self.child
+
+    def _child_deadline(self) -> float | None:
+        """When (``time.time()``) the child's tests are to have stopped: the run's bound,
+        less ``RUN_RESERVE`` of it, so a test stops for time before it is cut off."""
+        if self.run_seconds is None:
+            return None
+        reserve = min(max(self.run_seconds * RUN_RESERVE, 3.0), self.run_seconds / 4)
+        return self.started_wall + self.run_seconds - reserve
 
     def _watch(self, child: _Child) -> None:
         """Follow ``child`` until it ends, killing it where a bound says so."""
@@ -262,6 +288,9 @@ class _Run:
                         "results (a thread the subject left running?): killed it"
                     )
                     self._kill(child, "exit")
+                continue
+            if self.run_seconds is not None and now - self.started > self.run_seconds:
+                self._run_out(child)
                 continue
             if not child.tested and startup is not None and now - child.started > startup:
                 self._kill(child, f"start-up took over {startup:g} s")
@@ -320,6 +349,26 @@ class _Run:
         else:
             self._kill(child, f"cut off {nodeid}")
 
+    def _run_out(self, child: _Child) -> None:
+        """The run's bound ran out: cut off every test running, end the child."""
+        self.ran_out = True
+        seconds = self.run_seconds or 0
+        now = time.monotonic()
+        for (pid, nodeid), seen in list(self.running.items()):
+            call = _call_in_flight(self.journal / f"{pid}.stack")
+            message = (
+                f"cut off: the run's bound of {seconds:g} s ran out{call} "
+                f"({RUN_TIMEOUT_ENV} or the profile's bound)"
+            )
+            self._record(nodeid, message, round(now - seen, 2))
+            self.running.pop((pid, nodeid), None)
+        self._kill(child, f"the run's bound of {seconds:g} s ran out")
+        self.notes.append(
+            f"the run's bound of {seconds:g} s ({RUN_TIMEOUT_ENV} or the profile's) ran out "
+            f"{'during start-up' if not child.tested else ''}".rstrip()
+            + ": the tests not run are unchecked"
+        )
+
     def _process_died(self, child: _Child) -> None:
         """The child ended without its results: record the tests it was running."""
         code = child.process.returncode
@@ -330,6 +379,8 @@ class _Run:
                 f"the process ended with {_status(code)} before a verdict, while {self.phase}"
                 + (" (the subject's code exited it?)" if code is not None and code >= 0 else "")
             )
+        elif child.killed.startswith(("start-up", "the run's bound")) and not child.tested:
+            pass  # said by _run_out
         elif child.killed.startswith("start-up"):
             self.notes.append(f"{child.killed} ({self.phase}): killed it")
 
@@ -450,6 +501,12 @@ class _Run:
         else:
             unfinished = sorted({c for n in lost for c in self.collected[n]})
             why = f"{len(lost)} test(s) did not run" + (f", e.g. {_short(lost[0])}" if lost else "")
+            if self.ran_out:
+                why = (
+                    f"the run's bound of {self.run_seconds:g} s ({RUN_TIMEOUT_ENV} or the "
+                    f"profile's) ran out before {len(lost)} test(s) ran"
+                    + (f", e.g. {_short(lost[0])}" if lost else "")
+                )
             if signum:
                 why = "interrupted before all its tests ran"
         run = {
@@ -459,6 +516,7 @@ class _Run:
             "seed": options.seed,
             "seconds": round(time.monotonic() - self.started, 2),
             "test_timeout": self.test_seconds,
+            "run_timeout": self.run_seconds,
             "stopped": "interrupted" if signum else None,
             "interrupted": bool(signum),
             "tests_collected": len(self.collected) or None,
@@ -633,6 +691,12 @@ def _kind(filename: str) -> str:
     return "subject"
 
 
+def _is_probe(frames: list[tuple[str, str, str]]) -> bool:
+    """Whether these frames are the watchdog's probe thread (``watchdog._Probe``): the
+    suite's own code, waiting, never the call in flight."""
+    return any(f == "_serve" and Path(p).name == "watchdog.py" for p, _, f in frames)
+
+
 def _call_from_dump(text: str) -> str:
     """`` in CALL() (FILE:LINE)``: in the thread running suite code, the outermost
     subject frame the suite called (the call in flight) and the innermost subject frame
@@ -645,7 +709,7 @@ def _call_from_dump(text: str) -> str:
         match = _FRAME.match(line)
         if match and threads:
             threads[-1].append((match["file"], match["line"], match["func"]))
-    threads = [frames for frames in threads if frames]
+    threads = [frames for frames in threads if frames and not _is_probe(frames)]
     if not threads:
         return ""
     chosen = next((f for f in threads if any(_kind(p) == "suite" for p, _, _ in f)), threads[0])

@@ -13,6 +13,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 import venv
 from pathlib import Path
 
@@ -60,10 +62,41 @@ def installed_script() -> Path:
     return script
 
 
+#: Seconds a command may go without printing anything before it counts as stuck: installing
+#: torch or a pytest test between two dots on a loaded machine stays far below it.
+STALL_SECONDS = 600
+#: Seconds a command may take in all, however steadily it prints: only a runaway reaches it.
+TOTAL_SECONDS = 3600
+
+
 def sh(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
-    )
+    """Run ``command``; bounded by its progress, not by a race against the clock: it fails
+    only after ``STALL_SECONDS`` without a byte of output (or ``TOTAL_SECONDS`` in all), so a
+    slow machine that installs and checks at a fraction of the speed still gets through."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(
+            ["bash", "-c", command], cwd=cwd, env={**env, "PYTHONUNBUFFERED": "1"},
+            stdout=out, stderr=err,
+        )  # fmt: skip
+        started = last = time.monotonic()
+        seen = 0
+        while process.poll() is None:
+            time.sleep(1)
+            size = os.fstat(out.fileno()).st_size + os.fstat(err.fileno()).st_size
+            now = time.monotonic()
+            if size != seen:
+                seen, last = size, now
+            if now - last > STALL_SECONDS or now - started > TOTAL_SECONDS:
+                process.kill()
+                process.wait()
+                how = "in all" if now - last <= STALL_SECONDS else "without output"
+                pytest.fail(f"{command!r}: stopped after {now - started:.0f} s ({how})")
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(
+            command, process.returncode, out.read().decode(errors="replace"),
+            err.read().decode(errors="replace"),
+        )  # fmt: skip
 
 
 def working_tree_copy(destination: Path) -> Path:

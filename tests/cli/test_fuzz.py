@@ -4,6 +4,7 @@ line and exit 2."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -25,8 +26,55 @@ def _table_row(stdout: str, clause: str) -> str:
     return rows[0]
 
 
+#: A pytest plugin for ``check``: writes each Hypothesis test's database key (as the run
+#: keys it, aligned with HypoFuzz's) to ``$KEYS_OUT``.
+KEYS_PLUGIN = """
+import json, os
+import pytest
+from hypothesis.internal.reflection import function_digest
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    keys = {}
+    for item in items:
+        inner = getattr(getattr(getattr(item, "obj", None), "hypothesis", None), "inner_test", None)
+        if inner is not None:
+            keys[item.nodeid] = function_digest(inner).hex()
+    with open(os.environ["KEYS_OUT"], "w") as out:
+        json.dump(keys, out)
+"""
+
+
+def seed_fuzz_corpus(run_cli: Run, tmp_path: Path, db: Path) -> None:
+    """Have ``check --database`` find the zoo bug and store it, then copy each stored failure
+    into HypoFuzz's corpus for that test, so that the fuzzer's first replay is the failing
+    case: the test pins that ``fuzz`` runs it, reports it and stores it where ``check``
+    finds it, not how lucky a search is against the clock on a loaded machine."""
+    from hypofuzz.database.database import corpus_key
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    (tmp_path / "fuzz_keys.py").write_text(KEYS_PLUGIN, encoding="utf-8")
+    keys_out = tmp_path / "keys.json"
+    db.mkdir()  # check reads a database it is given; it never makes one
+    os.environ["KEYS_OUT"] = str(keys_out)
+    try:
+        found = run_cli("check", ZOO, "--database", str(db), "--clause", "LRU-4", "--",
+                        "-p", "fuzz_keys")  # fmt: skip
+    finally:
+        del os.environ["KEYS_OUT"]
+    assert found.returncode == 1, found.stdout[-3000:] + found.stderr[-3000:]
+    database = DirectoryBasedExampleDatabase(str(db))
+    seeded = 0
+    for key in json.loads(keys_out.read_text(encoding="utf-8")).values():
+        for value in database.fetch(bytes.fromhex(key)):
+            database.save(bytes.fromhex(key) + corpus_key, value)
+            seeded += 1
+    assert seeded, "check stored no failing case to seed the fuzzer with"
+
+
 def test_fuzz_finds_a_zoo_bug_and_check_replays_it(run_cli: Run, tmp_path: Path) -> None:
     db = tmp_path / "db"
+    seed_fuzz_corpus(run_cli, tmp_path, db)
     fuzz = run_cli("fuzz", ZOO, "--seconds", "120", "-n", "2", "--database", str(db),
                    "--clause", "LRU")  # fmt: skip
     assert fuzz.returncode == 1, fuzz.stdout[-3000:] + fuzz.stderr[-3000:]
