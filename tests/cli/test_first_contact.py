@@ -34,6 +34,23 @@ def resolver(*, enable, max_sessions):  # a hook of its own: the reference's alo
 subject = Subject(name="next-to-me", config_resolver=resolver)
 """
 
+# A user's backend for the journey: names the template imports, each the user's own code.
+MY_BACKEND = """\
+from sessionstate import reference
+
+
+class SessionStateManager(reference.SessionStateManager):
+    pass
+
+
+def device_bytes(value, seen):
+    return reference.device_bytes(value, seen)
+
+
+def resolve_session_state_config(*, enable, max_sessions):
+    return reference.resolve_session_state_config(enable=enable, max_sessions=max_sessions)
+"""
+
 
 def readme_setup_commands() -> list[str]:
     """The fenced commands of the README's Set-up section, in order."""
@@ -136,7 +153,9 @@ def test_readme_has_exactly_two_setup_commands() -> None:
 
 def test_readme_setup_then_init_and_its_check_in_a_fresh_venv(tmp_path: Path) -> None:
     """The README's first command in a fresh venv on a clean copy of the tree, then
-    ``sessionstate init`` in an empty folder and the exact command it prints: all exit 0."""
+    ``sessionstate init`` in an empty folder and the exact command it prints: refused
+    unedited (exit 2, one line naming the file to edit), then, once the subject imports
+    the user's own code as the README says, conformant (exit 0)."""
     source = working_tree_copy(tmp_path / "sessionstate")
     venv.create(tmp_path / "venv", with_pip=True)
     env = clean_env(tmp_path / "venv" / "bin")
@@ -152,9 +171,24 @@ def test_readme_setup_then_init_and_its_check_in_a_fresh_venv(tmp_path: Path) ->
     assert init.returncode == 0, init.stdout + init.stderr
     printed = re.search(r"run: (sessionstate check .+)$", init.stdout, re.M)
     assert printed, init.stdout
+    unedited = sh(printed.group(1), project, env)
+    assert unedited.returncode == 2, unedited.stdout[-3000:] + unedited.stderr
+    assert unedited.stderr.count("\n") == 1, unedited.stderr
+    assert "edit conformance_subject.py" in unedited.stderr, unedited.stderr
+
+    # The edit the README and the template ask for: import YOUR manager, accounting and
+    # config resolver (here a subclass and wrappers of the reference: code of the user's).
+    (project / "my_backend.py").write_text(MY_BACKEND, encoding="utf-8")
+    subject_file = project / "conformance_subject.py"
+    template = subject_file.read_text(encoding="utf-8")
+    assert "from sessionstate.reference import (" in template, template
+    edited = template.replace("from sessionstate.reference import (", "from my_backend import (")
+    subject_file.write_text(edited, encoding="utf-8")
     check = sh(printed.group(1), project, env)
     assert check.returncode == 0, f"{printed.group(1)}\n{check.stdout[-3000:]}{check.stderr}"
     assert "verdict: CONFORMANT" in check.stdout
+    own = "hooks: own manager_factory, config_resolver, accounting"
+    assert own in check.stdout, check.stdout[-3000:]
 
 
 def test_console_script_imports_a_subject_from_the_current_directory(tmp_path: Path) -> None:

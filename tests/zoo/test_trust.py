@@ -66,11 +66,13 @@ subject = Subject(name="own-accounting", manager_factory=AlternativeManager,
                   accounting=alt_device_bytes)
 """
 
+# Objects of its own (the worked examples, written as a model author would), no manager:
+# the reference's objects alone would be refused as bringing no hook of its own.
 NO_MANAGER = """
 from sessionstate.conformance import Subject
-from sessionstate.fixtures.state_object_specs import REFERENCE_SPECS
+from sessionstate.fixtures.state_object_specs import DERIVED_LATENTS, STAGED_KV
 
-subject = Subject(name="objects-only", state_objects=REFERENCE_SPECS)
+subject = Subject(name="objects-only", state_objects=(STAGED_KV, DERIVED_LATENTS))
 """
 
 
