@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from hypothesis import HealthCheck, given, settings
+from hypothesis.internal.conjecture import providers
+from hypothesis.internal.constants_ast import Constants
 
 from sessionstate.conformance._model.python_rules import id_families, max_value_rules
 from sessionstate.conformance.env_values import max_values
 from sessionstate.conformance.strategies import lookalike_ids
 
-__all__ = ["ID_FAMILIES", "MAX_RULES", "id_reach", "max_value_reach"]
+__all__ = ["ID_FAMILIES", "MAX_RULES", "id_reach", "max_value_reach", "no_local_constants"]
 
 #: The int() rules of a MAX_SESSIONS value, in the order tables show them.
 MAX_RULES = (
@@ -43,6 +47,23 @@ _SEARCH = {
 }
 
 
+@contextmanager
+def no_local_constants() -> Iterator[None]:
+    """Derandomized draws that depend on nothing but the code drawn: Hypothesis mixes in
+    constants from every imported module outside site-packages (its "local constants"),
+    so the same seed draws other values in an editable install than in an installed one,
+    and in a pytest-xdist worker after other tests imported other modules. Inside, that
+    pool is empty, as in an installed package with no local module imported."""
+    get, empty = providers._get_local_constants, Constants()
+    providers._get_local_constants = lambda: empty
+    providers.CONSTANTS_CACHE.cache.clear()
+    try:
+        yield
+    finally:
+        providers._get_local_constants = get
+        providers.CONSTANTS_CACHE.cache.clear()
+
+
 def max_value_reach(examples: int) -> Counter[str]:
     """Over ``examples`` drawn MAX_SESSIONS values: ``"values"`` (set ones) and per rule."""
     counts: Counter[str] = Counter()
@@ -54,7 +75,8 @@ def max_value_reach(examples: int) -> Counter[str]:
             counts["values"] += 1
             counts.update(max_value_rules(value))
 
-    draw()
+    with no_local_constants():
+        draw()
     return counts
 
 
@@ -68,5 +90,6 @@ def id_reach(examples: int) -> Counter[str]:
         counts["groups"] += 1
         counts.update(set().union(*(id_families(a, b) for a, b in itertools.combinations(ids, 2))))
 
-    draw()
+    with no_local_constants():
+        draw()
     return counts
