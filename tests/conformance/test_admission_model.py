@@ -10,6 +10,7 @@ each in its own process).
 from __future__ import annotations
 
 import importlib
+from functools import partial
 from typing import Any
 
 import pytest
@@ -174,9 +175,24 @@ def test_machines_catch_admit_zoo(machine: Any, name: str) -> None:
     """
     module = importlib.import_module(f"sessionstate.fixtures.zoo.{name}")
     no_shrink = settings(settings.default, phases=[p for p in Phase if p is not Phase.shrink])
-    with pytest.raises(ClauseFailure) as caught:
+    # A derandomized search's seed is the digest of the machine factory's source, so which
+    # programs it tries is luck: the default machine reaches "a hit while full and
+    # refusing" only after switching the flag off; random seeds find it in nearly every
+    # 60-example search, the pinned one no longer does. A search that finds nothing goes
+    # on for more examples, so the claim (each machine finds each bug) rests on no one seed.
+    caught: ClauseFailure | None = None
+    try:
         run_state_machine_as_test(lambda: machine(module.subject), settings=no_shrink)
+    except ClauseFailure as failure:
+        caught = failure
+    else:
+        longer = settings(no_shrink, max_examples=300)
+        try:
+            run_state_machine_as_test(partial(machine, module.subject), settings=longer)
+        except ClauseFailure as failure:
+            caught = failure
+    assert caught is not None, f"{machine.__name__} did not find {name}'s bug"
     expected = set(module.KILLS)
     if machine is DefaultManagerMachine and name == "admit_evicts_anyway":
         expected = {"ADMIT-11"}
-    assert caught.value.clause in expected, str(caught.value)
+    assert caught.clause in expected, str(caught)
