@@ -422,7 +422,7 @@ def _inside(path: Path, folder: Path) -> bool:
 def pytest_report_header(config: pytest.Config) -> list[str]:
     if not _suite_requested(config):
         return []  # the caller's own tests: nothing of ours to report, and no torch import
-    from sessionstate.conformance._harness import target as under_test
+    from sessionstate.conformance._harness import under_test
 
     if _is_xdist_controller(config):
         lines = under_test.controller_header_lines(*_run_line_args(config))
@@ -492,7 +492,7 @@ def _facts(config: pytest.Config) -> dict[str, Any]:
     state = _state(config)
     facts = state["facts"]
     if facts is None:
-        from sessionstate.conformance._harness import target as under_test
+        from sessionstate.conformance._harness import under_test
 
         facts = state["facts"] = under_test.gather(load_configured_subject(config))
     return facts
@@ -520,7 +520,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         and state["facts"] is not None
         and _suite_requested(config)
     ):
-        from sessionstate.conformance._harness import target as under_test
+        from sessionstate.conformance._harness import under_test
 
         terminalreporter.write_sep("-", "sessionstate: under test (as the workers loaded it)")
         for line in under_test.header_lines(*_run_line_args(config), state["facts"]):
@@ -1203,7 +1203,7 @@ def _json_facts(config: pytest.Config) -> dict[str, Any]:
     state = _state(config)
     if state["facts"] is not None or state["subject"] is not None:
         return _facts(config)
-    from sessionstate.conformance._harness import target as under_test
+    from sessionstate.conformance._harness import under_test
 
     return {
         "subject": state["target"],

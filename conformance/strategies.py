@@ -1,4 +1,4 @@
-"""Hypothesis strategies over the suite's memory model (``allocations.py``).
+"""Hypothesis strategies over the suite's memory model (``conformance._model.memory``).
 
 Every value drawn here knows the allocations it pins, so a test computes its
 expected bytes with :func:`~sessionstate.conformance._model.memory.expected_bytes`

@@ -84,7 +84,7 @@ def _print_header(options: Any, test_seconds: float | None) -> None:
     """Say what is being checked before the first test (``terminal.start_lines``): the
     subject is loaded and its hooks answered (``runner.validate``), so none of this can
     fail for a reason the run would not meet anyway; if it does, the run goes on."""
-    from sessionstate.conformance._harness import target as under_test
+    from sessionstate.conformance._harness import under_test
     from sessionstate.conformance._harness.database import describe
     from sessionstate.conformance._harness.runner import load_target
     from sessionstate.conformance._model.memory import select_devices

@@ -10,7 +10,7 @@ which sessions the next misses evict. When the subject disagrees with the model,
 names the clause from the trace of everything observed.
 
 ``ContentsMachine`` adds sessions that hold data (buffers, attrs, resets)
-whose expected bytes come from ``conformance.allocations`` alone.
+whose expected bytes come from ``conformance._model.memory`` alone.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from hypothesis.stateful import (
 )
 
 from sessionstate.conformance._machine.composed_bytes import check_composed_bytes
-from sessionstate.conformance._model import memory as allocations
+from sessionstate.conformance._model import memory
 from sessionstate.conformance._model.manager import (
     BufferModel,
     ManagerModel,
@@ -598,9 +598,9 @@ class ContentsMachine(ManagerMachine):
         """One allocation on every device (two on meta: they share data pointer 0) from the
         first step, so that sessions hold data, share it and are evicted holding it within
         the quick profile's short programs (bench/reachability.py measures how often)."""
-        devices = [*allocations.available_devices(), "meta"]
-        held = [allocations.allocate(d, (2, 3), fill=i) for i, d in enumerate(devices)]
-        held.append(allocations.allocate("cpu", (4,), numpy=True))
+        devices = [*memory.available_devices(), "meta"]
+        held = [memory.allocate(d, (2, 3), fill=i) for i, d in enumerate(devices)]
+        held.append(memory.allocate("cpu", (4,), numpy=True))
         for h in held:
             self.names[id(h.value)] = h
         return multiple(*held)
@@ -618,12 +618,12 @@ class ContentsMachine(ManagerMachine):
 
     @rule(
         target=values,
-        device=st.sampled_from((*allocations.available_devices(), "numpy")),
+        device=st.sampled_from((*memory.available_devices(), "numpy")),
         shape=st.sampled_from([(2, 3), (4,), (0,)]),
     )
     def allocate(self, device: str, shape: tuple[int, ...]) -> Held:
         numpy = device == "numpy"
-        held = allocations.allocate("cpu" if numpy else device, shape, numpy=numpy)
+        held = memory.allocate("cpu" if numpy else device, shape, numpy=numpy)
         self.names[id(held.value)] = held
         return held
 

@@ -5,7 +5,7 @@ subject's or the reference's. ``LruTable`` is the table as keys in LRU order
 with its counters; ``ManagerModel`` adds which session object each key maps
 to and what every session object ever created should hold, wherever it went
 (in the table, evicted, dropped). Expected bytes come from
-``conformance.allocations`` over the values the model says the table holds.
+``conformance._model.memory`` over the values the model says the table holds.
 
 ``SUSPECTS`` are table semantics that break the spec in one known way each.
 They never decide pass or fail: when the subject disagrees with the model,

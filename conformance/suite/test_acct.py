@@ -4,7 +4,7 @@ ACCT-1..5, 8 and 9 call ``subject.accounting`` (the subject's ``device_bytes``)
 directly; ACCT-10 and ACCT-11 go through a session and a manager. Host memory
 (NumPy, memory shared by NumPy and torch, borrowed and opaque storages: ACCT-6,
 ACCT-7, ACCT-12) is checked in ``test_acct_host.py``. Expected bytes come from
-the suite's own memory model (``allocations.py``), or are written out by hand
+the suite's own memory model (``conformance._model.memory``), or are written out by hand
 (ACCT-9), never from an accounting implementation.
 """
 

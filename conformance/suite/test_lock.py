@@ -7,11 +7,11 @@ hanging CI. The threads of LOCK-4 and LOCK-5 have a deadline of their own
 (``run_threads_within``). The locks handed to the subject are the suite's own
 (``conformance._machine.lock``, with the calls, checks and threads these tests
 use): they count how they are used and never deadlock on re-entry. Expected results come from
-``LruModel`` in ``conformance.linearizability``, the suite's own sequential
+``LruModel`` in ``conformance._model.linearizability``, the suite's own sequential
 model of the manager. The concurrent checks (LOCK-4, LOCK-5) run with a tiny
 ``sys.setswitchinterval``, a lock that yields the GIL after each critical
 section, and threads that yield at random calls inside the subject
-(``locks.perturbed``), so races the subject leaves open are hit on nearly
+(``conformance._machine.lock.perturbed``), so races the subject leaves open are hit on nearly
 every run: each zoo ``lock_*`` subject is caught every time in our trials. The walk of
 LOCK-2, the round of LOCK-4 and the histories of LOCK-5 are Hypothesis examples,
 one per example, as many as the loaded profile runs.

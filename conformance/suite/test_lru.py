@@ -1,6 +1,6 @@
 """LRU-*: ordering, eviction and identity (SPEC.md, "LRU: ordering, eviction and identity").
 
-The state machine compares every call with ``conformance.model``; the
+The state machine compares every call with ``conformance._model.manager``; the
 programs below are its regression corpus (Hypothesis ``@example`` does not
 work for state machines), each a hand-written sequence of calls that once
 told a broken subject apart.

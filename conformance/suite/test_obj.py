@@ -6,7 +6,7 @@ machine's own model is small on purpose (is the object resident, what may be sta
 which session holds it); everything else is read back through the spec's ``held(obj)``
 and priced by the suite's ``MemoryModel``, never by the object's own code. What the
 object holds is compared with the spec's own plain model, when it declares one (OBJ-9,
-``object_models``). The focused OBJ-6, OBJ-7, OBJ-9 and OBJ-10 tests run once per spec too
+``conformance.specs.ObjectModel``). The focused OBJ-6, OBJ-7, OBJ-9 and OBJ-10 tests run once per spec too
 (``each_spec``, ``model_spec``), a failure naming its spec.
 """
 

@@ -23,7 +23,7 @@ from sessionstate.conformance._machine.manager import (
     check_construction,
 )
 from sessionstate.conformance._machine.stateful import run_steps
-from sessionstate.conformance._model import memory as allocations
+from sessionstate.conformance._model import memory
 from sessionstate.conformance.checks import calling, check_bytes, check_equal
 
 OBSERVERS = {
@@ -103,15 +103,15 @@ def test_observer_changes_neither_counters_nor_order(subject: Any, observer: str
 @pytest.mark.clause("STATS-2", "STATS-3")
 def test_stats_shape_with_every_device(subject: Any) -> None:
     """One buffer per device (and a NumPy array): stats() keys, order, total and per-device bytes."""
-    helds = [allocations.allocate(d, (2, 3)) for d in reversed(allocations.available_devices())]
-    helds.append(allocations.allocate("cpu", (4,), numpy=True))
+    helds = [memory.allocate(d, (2, 3)) for d in reversed(memory.available_devices())]
+    helds.append(memory.allocate("cpu", (4,), numpy=True))
     with calling("STATS-2", "get_or_create_session('a'), put('frames', buffer), append(...)"):
         manager = subject.make_manager(max_sessions=2, byte_budget=None)
         buffer = manager.get_or_create_session("a").put("frames", subject.make_buffer())
         for held in helds:
             buffer.append(held.value)
         stats = manager.stats()
-    expected = allocations.expected_bytes(helds)
+    expected = memory.expected_bytes(helds)
     devices = [f"nbytes:{d}" for d in sorted(expected)]
     present = [k for k in stats if k.startswith("nbytes:") and stats[k]]
     check_equal(list(stats)[: len(STATS_KEYS)], list(STATS_KEYS), "STATS-2", "list(stats())[:6]")

@@ -90,7 +90,7 @@ def _canned_run(results: dict[str, Any]) -> Setup:
 
 def _canned_results(subject: str, outcome: str) -> dict[str, Any]:
     from sessionstate.conformance._harness.results import results_json
-    from sessionstate.conformance._harness.target import environment
+    from sessionstate.conformance._harness.under_test import environment
 
     record = {"nodeid": "test_env.py::test_env_1", "clauses": ["ENV-1"], "outcome": outcome}
     if outcome == "failed":
