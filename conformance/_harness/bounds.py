@@ -48,6 +48,7 @@ RUN_TIMEOUT_ENV = "SESSIONSTATE_RUN_TIMEOUT"
 #: takes on a loaded CI machine (bench/suite_speed.py), so only a hang reaches it.
 TEST_SECONDS: dict[str, float] = {
     "quick": 120.0,
+    "quick-unshrunk": 120.0,
     "ci": 300.0,
     "triage": 300.0,
     "mutation": 300.0,
@@ -58,6 +59,7 @@ TEST_SECONDS: dict[str, float] = {
 #: few percent of it on a loaded 2-core machine (BENCHMARKS.md, "Suite speed").
 RUN_SECONDS: dict[str, float] = {
     "quick": 600.0,
+    "quick-unshrunk": 600.0,
     "ci": 1800.0,
     "triage": 1800.0,
     "mutation": 1800.0,

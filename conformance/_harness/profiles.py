@@ -38,11 +38,13 @@ __all__ = [
 ]
 
 DEFAULT_PROFILE = "ci"
-PROFILES = ("quick", "ci", "deep", "triage", "mutation", "fuzz")
+PROFILES = ("quick", "ci", "deep", "triage", "quick-unshrunk", "mutation", "fuzz")
 #: Profiles accepted by ``--profile`` but never offered in its help or its error:
-#: ``mutation`` is the bench's (``bench/mutation_test.py`` passes it to the plugin);
+#: ``quick-unshrunk`` is the zoo self-tests' (``quick``'s search without shrinking: whether
+#: a planted bug is caught at ``quick``, and as which clause, without the minutes shrinking
+#: takes); ``mutation`` is the bench's (``bench/mutation_test.py`` passes it to the plugin);
 #: ``fuzz`` is the one ``sessionstate fuzz`` has HypoFuzz's workers load.
-INTERNAL_PROFILES = ("mutation", "fuzz")
+INTERNAL_PROFILES = ("quick-unshrunk", "mutation", "fuzz")
 
 
 def public_profiles() -> tuple[str, ...]:
@@ -71,6 +73,10 @@ _COMMON = {
 }
 
 
+#: The phases of a search that stops at the first failure it finds (no shrinking).
+_UNSHRUNK = [Phase.explicit, Phase.reuse, Phase.generate]
+
+
 def _register() -> None:
     db_dir = os.environ.get("SESSIONSTATE_HYPOTHESIS_DB", ".hypothesis/sessionstate")
     settings.register_profile(
@@ -80,6 +86,11 @@ def _register() -> None:
         derandomize=True,
         database=None,
         **_COMMON,  # type: ignore[arg-type]
+    )
+    settings.register_profile(
+        "sessionstate-quick-unshrunk",
+        parent=settings.get_profile("sessionstate-quick"),
+        phases=_UNSHRUNK,
     )
     settings.register_profile(
         "sessionstate-ci",
@@ -105,7 +116,7 @@ def _register() -> None:
         stateful_step_count=30,
         derandomize=True,
         database=None,
-        **{**_COMMON, "phases": [Phase.explicit, Phase.reuse, Phase.generate]},  # type: ignore[arg-type]
+        **{**_COMMON, "phases": _UNSHRUNK},  # type: ignore[arg-type]
     )
     # Mutation testing re-runs the suite in one process many times.
     settings.register_profile(

@@ -203,10 +203,12 @@ def test_the_cosmos3_twin_fails_adapt_1_on_the_arguments_of_the_load() -> None:
 
 @pytest.mark.parametrize("name", sorted(TWINS))
 def test_the_twin_is_caught_at_the_quick_profile(name: str, tmp_path: Path) -> None:
-    """What an implementer runs: the clause fails, and its message names the operation."""
+    """What an implementer runs: the clause fails, and its message names the operation.
+    ``quick``'s search without its shrinking (``quick-unshrunk``): the first failing case
+    found already names the clause and the operation; shrinking it took most of the run."""
     clause, operation = TWINS[name]
     target = f"sessionstate.fixtures.zoo.{name}:subject"
-    returncode, output, report = _run_suite(target, clause, tmp_path, "quick")
+    returncode, output, report = _run_suite(target, clause, tmp_path, "quick-unshrunk")
     assert (returncode, report["clauses"][clause]["outcome"]) == (1, "failed"), output[-3000:]
     failure = next(line for line in output.splitlines() if f"[{clause}: " in line)
     assert re.search(operation, failure), failure
