@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from sessionstate.conformance._harness.applicability import NOT_CHECKED
+from sessionstate.conformance._harness.frames import SUBJECT, kind_of
 from sessionstate.conformance._report.text import short_repr
 from sessionstate.conformance.clauses import clause as lookup_clause
 
@@ -125,15 +126,13 @@ def subject_frames(error: BaseException) -> str:
     """Where in the subject's own code ``error`` was raised, as lines to follow a failure's
     first line (reports keep the first line; pytest's output shows these): the innermost
     ``SUBJECT_FRAMES`` frames of the traceback that are neither the suite's, the standard
-    library's nor a library the suite runs on (``supervisor._kind``), innermost last, each
+    library's nor a library the suite runs on (``_harness.frames``), innermost last, each
     with its source line. ``""`` when none is the subject's."""
     import linecache
     import traceback
 
-    from sessionstate.conformance._harness.supervisor import _kind
-
     frames = [
-        f for f in traceback.extract_tb(error.__traceback__) if _kind(f.filename) == "subject"
+        f for f in traceback.extract_tb(error.__traceback__) if kind_of(f.filename) == SUBJECT
     ]
     if not frames:
         return ""
@@ -233,3 +232,11 @@ def per_clause(*clauses: str) -> pytest.MarkDecorator:
 
     cases = [pytest.param(c, marks=pytest.mark.clause(c), id=c) for c in clauses]
     return pytest.mark.parametrize("focus", cases)
+
+
+def item_clauses(item: Any) -> list[str]:
+    """The clause ids a collected test is tagged with (its ``clause`` marks), in order."""
+    ids: list[str] = []
+    for mark in item.iter_markers("clause"):
+        ids.extend(mark.args)
+    return ids

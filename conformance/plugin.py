@@ -19,49 +19,26 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
 from sessionstate.conformance._harness.atomic import write_text_atomic
+from sessionstate.conformance._harness.run_state import (
+    RUN_STATE,
+    RunState,
+    load_configured_subject,
+    run_state,
+)
+from sessionstate.conformance.checks import item_clauses
 from sessionstate.conformance.subject import DEFAULT_TARGET
 
 if TYPE_CHECKING:
-    from sessionstate.conformance._harness.expectations import Expectation
     from sessionstate.conformance._harness.journal import Journal
-    from sessionstate.conformance.subject import Subject
 
 SUBJECT_ENV = "SESSIONSTATE_SUBJECT"
 PROFILE_ENV = "SESSIONSTATE_PROFILE"
 CALL_TIMEOUT_ENV = "SESSIONSTATE_CALL_TIMEOUT"  # the same name as watchdog.TIMEOUT_ENV
-
-
-class _Configured(TypedDict):
-    """What ``pytest_configure`` puts in a run's state."""
-
-    target: str
-    profile: str
-    seed: int | None
-    expectations: list[Expectation]
-    subject: Subject | None
-    started: float
-    selected: list[str]
-    facts: dict[str, Any] | None
-    call_timeout: float | None
-    collected: dict[str, list[str]]
-    collected_count: int | None
-    #: An xdist controller's: the ids its workers collected (it knows no clauses).
-    collected_ids: list[str]
-    profile_loaded: bool
-
-
-class _RunState(_Configured, total=False):
-    """A run's state in this process; ``results`` once the JSON results are made."""
-
-    results: dict[str, Any]
-
-
-_STATE = pytest.StashKey[_RunState]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -193,7 +170,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _STOPPED.clear()
     _INFRASTRUCTURE.clear()
     _open_journal(config)
-    state: _RunState = {
+    state: RunState = {
         "target": target,
         "profile": profile,
         "seed": seed,
@@ -211,7 +188,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "collected_ids": [],
         "profile_loaded": False,
     }
-    config.stash[_STATE] = state
+    config.stash[RUN_STATE] = state
     if _suite_requested(config):
         _hypothesis_for_the_suite(config, profile)
 
@@ -244,10 +221,6 @@ def _call_timeout(config: pytest.Config) -> float | None:
         raise pytest.UsageError(message) from None
     # Stepping through a test under --trace must not be cut short by the deadline.
     return None if config.getoption("trace", False) else seconds
-
-
-def _state(config: pytest.Config) -> _RunState:
-    return config.stash[_STATE]
 
 
 # The journal (--sessionstate-journal; see _harness/journal.py) ---------------------------
@@ -328,7 +301,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     import faulthandler
 
     config = item.config
-    if not _FACTS_SENT and _STATE in config.stash and _suite_requested(config):
+    if not _FACTS_SENT and RUN_STATE in config.stash and _suite_requested(config):
         _FACTS_SENT.append(True)
         _journal("facts", facts=_json_facts(config))
     _IN_FLIGHT.add(item.nodeid)
@@ -363,7 +336,7 @@ def pytest_collection(session: pytest.Session) -> None:
     subject = load_configured_subject(config)
     from sessionstate.conformance._harness.own_hooks import no_own_hook
 
-    refusal = no_own_hook(subject, _state(config)["target"])  # the unedited init template
+    refusal = no_own_hook(subject, run_state(config)["target"])  # the unedited init template
     if refusal:
         raise pytest.UsageError(refusal)
     if names is None:
@@ -372,20 +345,6 @@ def pytest_collection(session: pytest.Session) -> None:
         select_devices(names)
     except ValueError as error:
         raise pytest.UsageError(f"{source}: {error}") from None
-
-
-def load_configured_subject(config: pytest.Config) -> Subject:
-    """The Subject named by the options (loaded once per process)."""
-    state = _state(config)
-    subject = state["subject"]
-    if subject is None:
-        from sessionstate.conformance.subject import UsageError, load_subject
-
-        try:
-            subject = state["subject"] = load_subject(state["target"])
-        except UsageError as error:
-            raise pytest.UsageError(str(error)) from None
-    return subject
 
 
 @pytest.fixture(scope="session")
@@ -458,7 +417,7 @@ def _deadline_line(config: pytest.Config) -> str:
     """Whether calls into the subject are bounded, and by what (see ``pytest_runtest_call``)."""
     from sessionstate.conformance._harness.watchdog import CONFIRM_FACTOR, unavailable
 
-    seconds = _state(config)["call_timeout"]
+    seconds = run_state(config)["call_timeout"]
     why: str | None
     if seconds is None:
         why = "--trace" if config.getoption("trace", False) else f"{CALL_TIMEOUT_ENV}=0"
@@ -477,7 +436,7 @@ def _run_line_args(config: pytest.Config) -> tuple[str, str, str, int | None, st
     """What every header names besides the facts: version, target, profile, seed, env line."""
     from sessionstate import __version__
 
-    state = _state(config)
+    state = run_state(config)
     env = f"  env {SUBJECT_ENV}={os.environ.get(SUBJECT_ENV)!r} {PROFILE_ENV}={os.environ.get(PROFILE_ENV)!r}"
     return __version__, state["target"], state["profile"], state["seed"], env
 
@@ -489,7 +448,7 @@ def _is_xdist_controller(config: pytest.Config) -> bool:
 
 def _facts(config: pytest.Config) -> dict[str, Any]:
     """What is under test (``under_test.gather``), once per process."""
-    state = _state(config)
+    state = run_state(config)
     facts = state["facts"]
     if facts is None:
         from sessionstate.conformance._harness import under_test
@@ -503,8 +462,8 @@ def pytest_testnodedown(node: Any, error: object | None) -> None:
     """The xdist controller keeps the facts of the first worker that sent them."""
     output = getattr(node, "workeroutput", {})
     facts = output.get("sessionstate")
-    if facts is not None and _STATE in node.config.stash:
-        state = _state(node.config)
+    if facts is not None and RUN_STATE in node.config.stash:
+        state = run_state(node.config)
         state["facts"] = state["facts"] or facts
         _WORKER_COLLECTED.update(output.get("sessionstate_collected") or {})
     _merge_faults(output.get("sessionstate_infrastructure"))
@@ -513,7 +472,7 @@ def pytest_testnodedown(node: Any, error: object | None) -> None:
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """Under xdist, what the header could not say without loading the subject; then the
     clause table (in the process that computed the results: never in an xdist worker)."""
-    state = _state(config)
+    state = run_state(config)
     if (
         terminalreporter.verbosity >= 0
         and _is_xdist_controller(config)
@@ -531,7 +490,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 def _clause_table(terminalreporter: Any, config: pytest.Config) -> None:
     """One row per clause, failures first, and the verdict; ``-qq`` or
     ``--sessionstate-no-summary`` (``sessionstate check`` prints its own) leave it out."""
-    results = _state(config).get("results")
+    results = run_state(config).get("results")
     if results is None or terminalreporter.verbosity < -1:
         return
     if config.getoption("--sessionstate-no-summary") or not _suite_requested(config):
@@ -556,19 +515,12 @@ def _clause_table(terminalreporter: Any, config: pytest.Config) -> None:
 _SUITE_ID = re.compile(r"(^|[/\\.])conformance[/\\.]suite[/\\.]test_\w+\.py::")
 
 
-def item_clauses(item: pytest.Item) -> list[str]:
-    ids: list[str] = []
-    for mark in item.iter_markers("clause"):
-        ids.extend(mark.args)
-    return ids
-
-
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
     from sessionstate.conformance.clauses import all_clauses
 
-    state = _state(config)
+    state = run_state(config)
     known = all_clauses()
     wanted = config.getoption("--sessionstate-clause")
     reproduce = config.getoption("--sessionstate-reproduce")
@@ -623,7 +575,7 @@ def _short_id(nodeid: str) -> str:
     return short_test_id(nodeid)
 
 
-def _arm_reproduction(config: pytest.Config, state: _RunState) -> None:
+def _arm_reproduction(config: pytest.Config, state: RunState) -> None:
     """``--sessionstate-reproduce``: the one test kept is the selection, its clauses the
     report's; ``--sessionstate-blob`` makes it replay that failing case."""
     test_id = config.getoption("--sessionstate-reproduce")
@@ -675,7 +627,7 @@ def _load_profile(config: pytest.Config) -> None:
     """
     from sessionstate.conformance._harness.profiles import load_profile
 
-    state = _state(config)
+    state = run_state(config)
     from sessionstate.conformance.subject import UsageError
 
     try:
@@ -702,8 +654,8 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     conformance-only run (their items carry clause marks; here only ids are known, so
     it is judged by where they live)."""
     config = getattr(node, "config", None)
-    if ids and config is not None and _STATE in config.stash:
-        state = _state(config)  # how many tests the run holds, for an interrupted run's report
+    if ids and config is not None and RUN_STATE in config.stash:
+        state = run_state(config)  # how many tests the run holds, for an interrupted run's report
         state["collected_count"] = state["collected_count"] or len(ids)
         state["collected_ids"] = state["collected_ids"] or list(ids)
     if ids and all(_SUITE_ID.search(nodeid) for nodeid in ids):
@@ -775,7 +727,7 @@ _SUITE_DIR = Path(__file__).resolve().parent / "suite"
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A test of the suite that starts once the run's time is spent (``_budget`` is 0) is
     skipped as not checked, before its fixtures are made."""
-    if not _inside(item.path, _SUITE_DIR) or _STATE not in item.config.stash:
+    if not _inside(item.path, _SUITE_DIR) or RUN_STATE not in item.config.stash:
         return
     budget = _budget(item.config)
     if budget is not None and budget <= 0:
@@ -803,7 +755,7 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     from sessionstate.conformance.checks import forget_derailments, not_checked_reason
 
     forget_derailments()
-    seconds = _state(item.config)["call_timeout"] if _STATE in item.config.stash else None
+    seconds = run_state(item.config)["call_timeout"] if RUN_STATE in item.config.stash else None
     if seconds is None:
         outcome = yield
     else:
@@ -950,11 +902,11 @@ def _reproduce_hint(item: pytest.Item, call: pytest.CallInfo[None]) -> str:
     """The failing case's ``VERSION:BLOB`` (``""``: none); Hypothesis' "add
     @reproduce_failure to your test function" (a function in site-packages) becomes the
     command that replays it (``reproduce``). Before the report is made, so its text says it."""
-    if call.excinfo is None or _STATE not in item.config.stash or not item_clauses(item):
+    if call.excinfo is None or RUN_STATE not in item.config.stash or not item_clauses(item):
         return ""
     from sessionstate.conformance._harness.reproduce import blob_from_notes, command
 
-    state = _state(item.config)
+    state = run_state(item.config)
 
     def line(blob: str) -> str:
         return "Reproduce this failure alone: " + command(
@@ -1076,7 +1028,7 @@ def _how_it_ended(session: pytest.Session, exitstatus: int) -> dict[str, Any]:
     """For ``results.results_json``: whether the run stopped before its last test and why
     (``stopped``; ``interrupted`` unless it stopped at a failure as ``-x`` asks), how many
     tests it held, and which clauses' tests did not all run (``None``: not known here)."""
-    state = _state(session.config)
+    state = run_state(session.config)
     why = _STOPPED.get("why")
     if exitstatus == pytest.ExitCode.INTERNAL_ERROR:
         why = "internal error"
@@ -1126,7 +1078,7 @@ def _how_it_ended(session: pytest.Session, exitstatus: int) -> dict[str, Any]:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
-    state = _state(config)
+    state = run_state(config)
     if hasattr(config, "workerinput"):  # an xdist worker: the controller reports
         if state["subject"] is not None:  # it collected conformance tests
             config.workeroutput["sessionstate"] = _facts(config)  # type: ignore[attr-defined]
@@ -1200,7 +1152,7 @@ def _write_junit(path: str, payload: dict[str, Any]) -> None:
 def _json_facts(config: pytest.Config) -> dict[str, Any]:
     """The facts for the JSON results: this process's, the workers', or, when the subject
     was never loaded (no worker reported: all crashed), the target and the environment."""
-    state = _state(config)
+    state = run_state(config)
     if state["facts"] is not None or state["subject"] is not None:
         return _facts(config)
     from sessionstate.conformance._harness import under_test

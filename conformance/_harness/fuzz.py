@@ -21,7 +21,7 @@ killed outright (SIGKILL).
 
 What counts as an example: one run of a property's body on one input, in any of HypoFuzz's
 worker processes (generated, mutated, replayed from its corpus, or tried while shrinking).
-Each worker counts its own through a Hypothesis observability callback (``count_examples``)
+Each worker counts its own through a Hypothesis observability callback (``fuzz_worker``)
 and writes the counts to a file of the run's; the figures are as of the last write, at
 most half a second before the workers stop.
 """
@@ -36,7 +36,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -51,18 +50,18 @@ from sessionstate.conformance._harness.exit_policy import (
     EXIT_OK,
     EXIT_USAGE,
 )
+from sessionstate.conformance._harness.fuzz_worker import COUNTS_ENV
 from sessionstate.conformance.subject import DEFAULT_TARGET, UsageError
 
 if TYPE_CHECKING:
     from hypothesis.database import ExampleDatabase
 
 __all__ = [
-    "COUNTS_ENV", "FuzzOptions", "count_examples", "fuzz_arguments", "quick_pass", "run_fuzz",
+    "FuzzOptions", "fuzz_arguments", "quick_pass", "run_fuzz",
     "usable_cores",
 ]  # fmt: skip
 
 #: Set by ``sessionstate fuzz`` for HypoFuzz's workers: the folder their counts go to.
-COUNTS_ENV = "SESSIONSTATE_FUZZ_COUNTS"
 DEFAULT_SECONDS = 600
 #: Seconds between two looks at the database, and between two progress lines when the
 #: output is not a terminal.
@@ -229,7 +228,8 @@ def quick_pass(options: FuzzOptions, spec: str) -> int | None:
     else its exit status, its report printed as the check prints it: 1 a clause failed
     (the failing example is stored in the database, for ``check --database`` to replay),
     2 misuse, 3 incomplete, 4 infrastructure, 128 + a signal when interrupted."""
-    from sessionstate.conformance._harness.runner import CheckOptions, run_check
+    from sessionstate.conformance._harness.runner import CheckOptions
+    from sessionstate.conformance._harness.supervisor import supervise
 
     # The check's own limit is a few processes per CPU: more than the CPUs only thrashes.
     processes = min(options.workers, usable_cores())
@@ -244,7 +244,7 @@ def quick_pass(options: FuzzOptions, spec: str) -> int | None:
             database=spec, workers=workers, report_json=str(report), strict=options.strict,
             pytest_args=list(options.pytest_args),
         )  # fmt: skip
-        status = run_check(check)
+        status = supervise(check)
         failed = _failed_tests(report)
     elapsed = time.time() - started
     sys.stdout.flush()
@@ -432,7 +432,8 @@ def _replay(options: FuzzOptions, spec: str) -> int:
     """Replay what HypoFuzz found with ``sessionstate check --database``: its exit status is
     the run's, by the one policy (a SHOULD clause's failure is a warning unless ``strict``).
     A failure that does not fail again on replay is said so, and exits 1."""
-    from sessionstate.conformance._harness.runner import CheckOptions, run_check
+    from sessionstate.conformance._harness.runner import CheckOptions
+    from sessionstate.conformance._harness.supervisor import supervise
 
     sys.stdout.flush()
     with tempfile.TemporaryDirectory(prefix="sessionstate-replay-") as scratch:
@@ -441,7 +442,7 @@ def _replay(options: FuzzOptions, spec: str) -> int:
             target=options.target, clauses=list(options.clauses), database=spec,
             strict=options.strict, report_json=str(report),
         )  # fmt: skip
-        status = run_check(check)
+        status = supervise(check)
         failed = _failed_on_replay(report)
     if status == EXIT_OK and not failed:
         print("sessionstate fuzz: the failure HypoFuzz found did not fail again when replayed "
@@ -601,60 +602,3 @@ def group_counts(counts: dict[str, int], groups_shown: Sequence[str] = ()) -> di
         groups[group] = groups.get(group, 0) + number
     order = {g: i for i, g in enumerate(PREFIXES)}
     return dict(sorted(groups.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
-
-
-def hypofuzz_compat() -> None:
-    """Let HypoFuzz 25.11.1 shrink under the Hypothesis releases after it.
-
-    Its worker copies ``shrink_target.slice_comments`` (the explain phase's notes) from
-    the shrunk result, an attribute those releases no longer have: the worker dies with
-    an ``AttributeError`` after every shrink, before it saves the shrunk failure. The notes
-    are empty here (the suite runs without the explain phase), so the attribute is given
-    back as an empty mapping where it is missing. Idempotent.
-    """
-    from hypothesis.internal.conjecture.data import ConjectureResult
-
-    if not hasattr(ConjectureResult, "slice_comments"):
-        ConjectureResult.slice_comments = property(lambda self: {})  # type: ignore[attr-defined]
-
-
-#: The counts of this process (``count_examples``), and the pid they belong to: a worker
-#: forked from a process that had registered the callback starts from nothing.
-_COUNTS: dict[str, Any] = {"pid": None, "counts": {}, "written": 0.0, "folder": None}
-_COUNTING = threading.Lock()
-
-
-def count_examples(folder: str) -> None:
-    """In a HypoFuzz worker: count every test case it runs, per node id, into
-    ``folder/<pid>.json`` (written at most twice a second). Idempotent per process."""
-    from hypothesis.internal.observability import add_observability_callback
-
-    if _COUNTS["folder"] is not None:
-        return
-    _COUNTS["folder"] = folder
-    add_observability_callback(_counted, all_threads=True)
-
-
-def _counted(observation: Any, thread_id: int | None = None) -> None:
-    if getattr(observation, "type", None) != "test_case":
-        return
-    with _COUNTING:
-        if _COUNTS["pid"] != os.getpid():
-            _COUNTS.update(pid=os.getpid(), counts={}, written=0.0)
-        counts: dict[str, int] = _COUNTS["counts"]
-        name = str(observation.property)
-        counts[name] = counts.get(name, 0) + 1
-        now = time.monotonic()
-        if now - _COUNTS["written"] < 0.5:
-            return
-        _COUNTS["written"] = now
-        _write_counts(Path(_COUNTS["folder"]), counts)
-
-
-def _write_counts(folder: Path, counts: dict[str, int]) -> None:
-    """Replace ``folder/<pid>.json`` whole; nothing when the folder is gone (the run is
-    over: a worker that has not stopped yet must not make it again)."""
-    temporary = folder / f".{os.getpid()}.tmp"
-    with contextlib.suppress(OSError):
-        temporary.write_text(json.dumps(counts), encoding="utf-8")
-        os.replace(temporary, folder / f"{os.getpid()}.json")

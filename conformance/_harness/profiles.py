@@ -177,7 +177,7 @@ def load_profile(name: str, seed: int | None = None, database: str | None = None
     if name == "fuzz":
         _register_fuzz(database)
         settings.load_profile("sessionstate-fuzz")
-        from sessionstate.conformance._harness.fuzz import (
+        from sessionstate.conformance._harness.fuzz_worker import (
             COUNTS_ENV,
             count_examples,
             hypofuzz_compat,

@@ -38,7 +38,7 @@ from sessionstate.conformance.clauses import all_clauses
 from sessionstate.conformance.subject import DEFAULT_TARGET, UsageError
 
 __all__ = [
-    "CheckOptions", "finish_check", "infrastructure_status", "reproduce_command", "run_check",
+    "CheckOptions", "finish_check", "infrastructure_status", "reproduce_command",
 ]  # fmt: skip
 
 #: The most worker processes ``-n`` may start: more than this many per core only thrashes.
@@ -451,14 +451,6 @@ def pytest_arguments(options: CheckOptions, json_path: str) -> list[str]:
     if options.blob:
         args += ["--sessionstate-blob", options.blob]
     return args + options.pytest_args
-
-
-def run_check(options: CheckOptions) -> int:
-    """Run the suite as ``options`` say, in a child process the ``supervisor`` bounds;
-    print the summary; return the exit status."""
-    from sessionstate.conformance._harness.supervisor import supervise
-
-    return supervise(options)
 
 
 def finish_check(

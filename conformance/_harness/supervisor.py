@@ -63,6 +63,7 @@ from sessionstate.conformance._harness.bounds import (
     test_bound,
 )
 from sessionstate.conformance._harness.exit_policy import EXIT_INFRASTRUCTURE, EXIT_USAGE
+from sessionstate.conformance._harness.frames import LIBRARIES
 from sessionstate.conformance._harness.journal import JournalReader
 from sessionstate.conformance._harness.progress import GroupProgress
 from sessionstate.conformance._harness.runner import CheckOptions, finish_check
@@ -662,12 +663,6 @@ def _call_in_flight(path: Path) -> str:
 
 _FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+) in (?P<func>\S+)')
 _CONFORMANCE = str(Path(__file__).resolve().parent.parent) + os.sep
-#: The libraries the watchdog calls the suite's machinery (``watchdog._LIBRARIES``).
-_LIBRARIES = {
-    "_pytest", "pytest", "pluggy", "xdist", "execnet", "hypothesis", "sortedcontainers",
-    "attr", "coverage", "iniconfig", "packaging", "typing_extensions", "exceptiongroup",
-    "torch", "numpy", "_hypothesis_pytestplugin", "_hypothesis_globals",
-}  # fmt: skip
 _STDLIB = tuple(
     {os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")}
 )
@@ -685,7 +680,7 @@ def _kind(filename: str) -> str:
         if marker in parts:
             after = parts[parts.index(marker) + 1 :]
             name = after[0].removesuffix(".py") if after else ""
-            return "neutral" if name in _LIBRARIES else "subject"
+            return "neutral" if name in LIBRARIES else "subject"
     if path.startswith(_STDLIB):
         return "neutral"
     return "subject"

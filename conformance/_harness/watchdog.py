@@ -52,7 +52,6 @@ import platform
 import queue
 import signal
 import sys
-import sysconfig
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -62,6 +61,7 @@ from pathlib import Path
 from types import CodeType, FrameType, TracebackType
 from typing import Any
 
+from sessionstate.conformance._harness.frames import CONFORMANCE_DIR, SUBJECT, SUITE, kind_of
 from sessionstate.conformance.checks import check
 
 __all__ = [
@@ -206,68 +206,8 @@ def blame(clause: str, call: str | None = None, why: str = " (deadlock?)") -> It
 
 # Which code is the subject's ------------------------------------------------------
 
-_SUITE, _NEUTRAL, _SUBJECT = 0, 1, 2
-
-#: The installed ``conformance`` package (this module is in its ``_harness``).
-_CONFORMANCE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Paths are shown relative to this: ``conformance/_machine/manager.py`` installed or not.
-_SHOWN_FROM = os.path.dirname(_CONFORMANCE_DIR) + os.sep
-#: The top-level package's own modules (the command line), not its subpackages.
-_TOP_DIR = os.path.dirname(os.path.abspath(sys.modules[__name__.split(".")[0]].__file__ or ""))
-#: Libraries the suite runs on or calls itself: their frames are never the subject's call.
-#: (Subject code calling into them stays inside the subject's outermost frame anyway.)
-_LIBRARIES = (
-    "_pytest", "pytest", "pluggy", "xdist", "execnet", "hypothesis", "_hypothesis_pytestplugin",
-    "_hypothesis_globals", "_hypothesis_ftz_detector", "sortedcontainers", "attr", "coverage",
-    "iniconfig", "packaging", "typing_extensions", "exceptiongroup", "torch", "numpy",
-    # torch's own dependencies, which it imports lazily: the first jagged nested tensor
-    # imports torch.distributed.tensor and with it sympy (seconds on a loaded machine).
-    "sympy", "mpmath", "networkx", "jinja2", "markupsafe", "filelock", "fsspec",
-)  # fmt: skip
-_kinds: dict[str, int] = {}
-
-
-def _stdlib_dirs() -> tuple[str, ...]:
-    paths = sysconfig.get_paths()
-    return tuple({os.path.abspath(paths[k]) + os.sep for k in ("stdlib", "platstdlib")})
-
-
-_STDLIB = _stdlib_dirs()
-
-
-def _library_roots() -> Iterator[str]:
-    for name in _LIBRARIES:
-        module = sys.modules.get(name)  # a library's frame runs only once it is imported
-        path = getattr(module, "__file__", None)
-        if path:
-            path = os.path.abspath(path)
-            is_package = os.path.basename(path).startswith("__init__.")
-            yield os.path.dirname(path) + os.sep if is_package else path
-
-
-def _kind_of(filename: str) -> int:
-    kind = _kinds.get(filename)
-    if kind is None:
-        kind = _kinds[filename] = _classify(filename)
-    return kind
-
-
-def _classify(filename: str) -> int:
-    if filename.startswith("<"):
-        return _NEUTRAL  # <frozen importlib._bootstrap>, exec'd strings
-    path = os.path.abspath(filename)
-    if path.startswith(_CONFORMANCE_DIR + os.sep):
-        return _SUITE
-    if os.path.dirname(path) == _TOP_DIR and os.path.basename(path) != "__init__.py":
-        return _SUITE  # the command line (sessionstate/cli.py); reference/ and fixtures/ are not
-    for root in _STDLIB:
-        rest = path[len(root) :].split(os.sep) if path.startswith(root) else None
-        if rest is not None and "site-packages" not in rest and "dist-packages" not in rest:
-            return _NEUTRAL
-    for root in _library_roots():
-        if path == root or (root.endswith(os.sep) and path.startswith(root)):
-            return _NEUTRAL
-    return _SUBJECT
+_SHOWN_FROM = os.path.dirname(CONFORMANCE_DIR) + os.sep
 
 
 def _where(frame: FrameType) -> str:
@@ -401,7 +341,7 @@ class Watchdog:
         inner = frame
         call = None  # the outermost subject frame below the block
         while frame is not None and id(frame) not in self._outer:
-            if _kind_of(frame.f_code.co_filename) == _SUBJECT:
+            if kind_of(frame.f_code.co_filename) == SUBJECT:
                 call = frame
             frame = frame.f_back
         if call is None or frame is None or inner is None:  # no subject code; not in the block
@@ -505,7 +445,7 @@ class Watchdog:
         where = note
         if found.call is None:  # name the function and the suite's line that called it
             caller = frame.f_back
-            while caller is not None and _kind_of(caller.f_code.co_filename) != _SUITE:
+            while caller is not None and kind_of(caller.f_code.co_filename) != SUITE:
                 if id(caller) in self._outer:
                     break  # called straight from the code that entered the block
                 caller = caller.f_back

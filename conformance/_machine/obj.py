@@ -20,9 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from hypothesis.strategies import SearchStrategy
 
-from sessionstate.conformance import StateObjectSpec
+from sessionstate.conformance._machine.object_mirror import ModelMirror, check_recomputable
 from sessionstate.conformance._model.memory import allocate, available_devices
-from sessionstate.conformance._model.objects import ModelMirror, check_recomputable
 from sessionstate.conformance.checks import (
     ClauseFailure,
     calling,
@@ -30,7 +29,7 @@ from sessionstate.conformance.checks import (
     check_equal,
     nonzero,
 )
-from sessionstate.conformance.specs import UNKNOWN_KEYWORD, MemoryModel
+from sessionstate.conformance.specs import UNKNOWN_KEYWORD, MemoryModel, StateObjectSpec
 from sessionstate.conformance.strategies import FILLS
 
 if TYPE_CHECKING:

@@ -44,7 +44,7 @@ class _Collector:
         self.tags: dict[str, list[str]] = {}
 
     def pytest_collection_modifyitems(self, items: list[Any]) -> None:
-        from sessionstate.conformance.plugin import item_clauses
+        from sessionstate.conformance.checks import item_clauses
 
         for item in items:
             self.tags[short_nodeid(item.nodeid)] = list(item_clauses(item))

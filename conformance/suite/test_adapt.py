@@ -16,12 +16,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessionstate.conformance import AdapterSpec, UsageError
+from sessionstate.conformance._harness.run_state import load_configured_subject
 from sessionstate.conformance._machine.adapt import AdapterMachine
 from sessionstate.conformance._machine.stateful import run_steps
-from sessionstate.conformance.adapters import adapter_policies
-from sessionstate.conformance.plugin import load_configured_subject
-from sessionstate.conformance.subject import typed_specs
+from sessionstate.conformance.adapters import AdapterSpec, adapter_policies
+from sessionstate.conformance.subject import UsageError, typed_specs
 
 MUST_CLAUSES = tuple(f"ADAPT-{n}" for n in range(1, 8))
 

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessionstate.conformance import StateObjectSpec, UsageError
 from sessionstate.conformance._harness.applicability import CONTENTS_NOT_CHECKED
+from sessionstate.conformance._harness.run_state import load_configured_subject
 from sessionstate.conformance._machine.obj import (
     MISUSES,
     StateObjectMachine,
@@ -27,8 +27,8 @@ from sessionstate.conformance._machine.obj import (
     spec_params,
 )
 from sessionstate.conformance._machine.stateful import run_steps
-from sessionstate.conformance.plugin import load_configured_subject
-from sessionstate.conformance.subject import typed_specs
+from sessionstate.conformance.specs import StateObjectSpec
+from sessionstate.conformance.subject import UsageError, typed_specs
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -329,7 +329,8 @@ def _split_passthrough(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def _check(args: argparse.Namespace, passthrough: list[str]) -> int:
-    from sessionstate.conformance._harness.runner import CheckOptions, run_check
+    from sessionstate.conformance._harness.runner import CheckOptions
+    from sessionstate.conformance._harness.supervisor import supervise
     from sessionstate.conformance.subject import DEFAULT_TARGET
 
     if args.list_clauses:
@@ -341,7 +342,7 @@ def _check(args: argparse.Namespace, passthrough: list[str]) -> int:
         workers=args.workers, seed=args.seed, clauses=args.clause, pytest_args=passthrough,
         reproduce=args.reproduce, blob=args.blob, devices=args.devices, database=args.database,
     )  # fmt: skip
-    return run_check(options)
+    return supervise(options)
 
 
 def _spec() -> int:

@@ -12,7 +12,7 @@ from hypothesis import find
 
 from sessionstate.conformance import StateObjectSpec, UsageError
 from sessionstate.conformance._machine.obj import OBJ_CLAUSES, spec_params
-from sessionstate.conformance._model.objects import ModelMirror, check_recomputable
+from sessionstate.conformance._machine.object_mirror import ModelMirror, check_recomputable
 from sessionstate.conformance.checks import ClauseFailure
 from sessionstate.conformance.specs import LogModel
 from sessionstate.fixtures import state_object_specs as specs
