@@ -71,6 +71,9 @@ def commands(modules: list[str]) -> list[list[str]]:
     base = [
         sys.executable, "-c", BOOTSTRAP, "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
         "--pyargs", "sessionstate.conformance.suite", "--sessionstate-profile", "mutation",
+        # A failed SHOULD clause kills the mutant too: without --strict the exit policy reads
+        # it as CONFORMANT (exit 0), which is "survived" here.
+        "--sessionstate-strict",
         "-W", "ignore::pytest.PytestAssertRewriteWarning",
     ]  # fmt: skip
     runs = [[*base, *(arg for group in groups for arg in ("--sessionstate-clause", group))]]

@@ -80,6 +80,8 @@ def test_a_base_class_mutant_is_judged_on_an_object_with_a_recompute_source() ->
 
     reference_run, *example_runs = mutation_test.commands(["base.py"])
     assert "--sessionstate-subject" not in reference_run  # the default subject, the reference
+    # A SHOULD failure exits 0 without --strict (the exit policy): the mutant would survive.
+    assert all("--sessionstate-strict" in run for run in (reference_run, *example_runs))
     assert reference_run[-4:] == ["--sessionstate-clause", "OBJ", "--sessionstate-clause", "RESET"]
     assert len(example_runs) == 1
     run = example_runs[0]
