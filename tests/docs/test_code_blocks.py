@@ -1,5 +1,6 @@
 """Every code block of README.md and docs/*.md runs as written, and every dotted
-``sessionstate.`` name the docs mention resolves.
+``sessionstate.`` name the docs mention resolves, as does every dotted name of ours that a
+shipped docstring or comment gives.
 
 * ``python`` blocks run, each in a fresh interpreter in an empty folder.
 * ``bash`` blocks run with bash in an empty folder, this environment's console scripts
@@ -14,11 +15,14 @@
 
 from __future__ import annotations
 
+import ast
+import io
 import os
 import re
 import shlex
 import subprocess
 import sys
+import tokenize
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
@@ -201,3 +205,90 @@ def test_every_dotted_name_resolves(name: str) -> None:
 def test_a_wrong_name_is_caught() -> None:
     with pytest.raises((ImportError, AttributeError)):
         _resolve("sessionstate.conformance._model.objects.ObjectModel")
+
+
+# Docstrings and comments -------------------------------------------------------------
+# Every dotted name a shipped docstring or comment gives for our own code resolves, so a
+# module that moves cannot leave a map behind that lies ("the model lives in
+# ``conformance.allocations``"). Names rooted at our packages (``sessionstate``,
+# ``conformance``, ``reference``, ``fixtures``, and the private ``_model``, ``_machine``,
+# ``_harness``, ``_report``, ``suite``, ``zoo``) are imported; file names (``memory.py``) and
+# JUnit class names (``sessionstate.ACCT``, a clause group) are not dotted names.
+
+SOURCES = ["reference", "conformance", "fixtures", "src/sessionstate"]
+
+#: Where each root a docstring may start from lives.
+PACKAGES = {
+    "sessionstate": "sessionstate",
+    "conformance": "sessionstate.conformance",
+    "reference": "sessionstate.reference",
+    "fixtures": "sessionstate.fixtures",
+    "_model": "sessionstate.conformance._model",
+    "_machine": "sessionstate.conformance._machine",
+    "_harness": "sessionstate.conformance._harness",
+    "_report": "sessionstate.conformance._report",
+    "suite": "sessionstate.conformance.suite",
+    "zoo": "sessionstate.fixtures.zoo",
+}
+_NAME = re.compile(r"(?<![\w./<-])(" + "|".join(PACKAGES) + r")((?:\.[A-Za-z_]\w*)+)")
+#: A file name, or a JUnit class name ``sessionstate.<GROUP>`` (an upper-case clause group).
+_NOT_A_NAME = re.compile(
+    r"\.(py|json|toml|md|txt|yml|yaml|html|xml|expectations)$|^sessionstate\.[A-Z]+$"
+)
+
+
+def _prose(source: str) -> list[str]:
+    """The docstrings and comments of one module's source."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            docstring = ast.get_docstring(node, clean=False)
+            if docstring:
+                found.append(docstring)
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    found += [token.string for token in tokens if token.type == tokenize.COMMENT]
+    return found
+
+
+def _names() -> dict[str, str]:
+    """Each dotted name found, with the first file that gives it."""
+    names: dict[str, str] = {}
+    for root in SOURCES:
+        for path in sorted((ROOT / root).rglob("*.py")):
+            for text in _prose(path.read_text(encoding="utf-8")):
+                for match in _NAME.finditer(text):
+                    name = match.group(0).rstrip(".")
+                    if not _NOT_A_NAME.search(name):
+                        names.setdefault(name, str(path.relative_to(ROOT)))
+    return names
+
+
+def resolve(name: str) -> object:
+    """What a docstring's ``name`` names: its root's package, then ``_resolve``."""
+    root, _, rest = name.partition(".")
+    return _resolve(f"{PACKAGES[root]}.{rest}")
+
+
+NAMES = _names()
+
+
+def test_the_scan_finds_names() -> None:
+    """The scan is not vacuous: the source cites many of its own modules."""
+    assert len(NAMES) > 20
+    assert "conformance._harness.watchdog" in NAMES
+
+
+@pytest.mark.parametrize("name", sorted(NAMES))
+def test_every_docstring_name_resolves(name: str) -> None:
+    try:
+        resolve(name)
+    except (ImportError, AttributeError) as error:
+        pytest.fail(f"{NAMES[name]} cites {name}, which does not resolve: {error}")
+
+
+@pytest.mark.parametrize(
+    "stale", ["conformance.allocations", "conformance.linearizability", "_harness.target"]
+)
+def test_a_moved_module_is_caught(stale: str) -> None:
+    with pytest.raises((ImportError, AttributeError)):
+        resolve(stale)
