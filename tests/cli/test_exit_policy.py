@@ -134,7 +134,7 @@ def test_reproduce_of_a_failing_should_case_exits_1(tmp_path: Path) -> None:
 
 def _replay_with(monkeypatch: pytest.MonkeyPatch, status: int, outcome: str) -> int:
     """``fuzz._replay`` over a check that exits ``status`` with STATS-6 ``outcome``."""
-    from sessionstate.conformance._harness import runner
+    from sessionstate.conformance._harness import runner, supervisor
 
     def check(options: runner.CheckOptions) -> int:
         clauses = {"STATS-6": {"level": "SHOULD", "outcome": outcome}}
@@ -142,7 +142,7 @@ def _replay_with(monkeypatch: pytest.MonkeyPatch, status: int, outcome: str) -> 
         Path(options.report_json).write_text(json.dumps({"clauses": clauses}), encoding="utf-8")
         return status
 
-    monkeypatch.setattr(runner, "run_check", check)
+    monkeypatch.setattr(supervisor, "supervise", check)
     return fuzz._replay(fuzz.FuzzOptions(target=SHOULD_ONLY), "db")
 
 
