@@ -183,8 +183,9 @@ def detection_section(runs: list[dict[str, Any]]) -> list[str]:
         search = _median([f.get("search_seconds", f["seconds"]) for f in firsts])
         steps = _median([f["steps"] for f in firsts])
         shrunk = max((r.get("shrunk_steps", 0) for r in group), default=0)
-        medians.append(sec)
-        searches.append(search)
+        if firsts:  # a run found its bug without a timed first failure: no time to median
+            medians.append(sec)
+            searches.append(search)
         shrunk_max = max(shrunk_max, shrunk)
         out.append(f"| {name} | {', '.join(group[0]['kills'])} | {found}/{len(group)} "
                    f"| {sec:.2f} / {search:.2f} | {steps:.0f} | {shrunk} |")  # fmt: skip
