@@ -6,7 +6,7 @@ suite runs on (``LIBRARIES``, located where this process imported them) are neut
 everything else (the subject, ``reference/``, ``fixtures/``) is the subject's. The watchdog
 names the subject's call in flight by it, and a failure shows the subject's own frames
 by it (``checks.subject_frames``). The supervisor, in a process that imports none of these
-libraries, applies the same ``LIBRARIES`` to file names alone (``supervisor``'s ``_kind``).
+libraries, applies the same ``LIBRARIES`` and ``STDLIB_DIRS`` to file names alone (``supervisor``'s ``_kind``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ import sys
 import sysconfig
 from collections.abc import Iterator
 
-__all__ = ["CONFORMANCE_DIR", "LIBRARIES", "NEUTRAL", "SUBJECT", "SUITE", "kind_of"]
+__all__ = [
+    "CONFORMANCE_DIR", "LIBRARIES", "NEUTRAL", "STDLIB_DIRS", "SUBJECT", "SUITE", "kind_of",
+]  # fmt: skip
 
 SUITE, NEUTRAL, SUBJECT = 0, 1, 2
 
@@ -42,7 +44,8 @@ def _stdlib_dirs() -> tuple[str, ...]:
     return tuple({os.path.abspath(paths[k]) + os.sep for k in ("stdlib", "platstdlib")})
 
 
-_STDLIB = _stdlib_dirs()
+#: The standard library's folders, each ending in a separator.
+STDLIB_DIRS = _stdlib_dirs()
 
 
 def _library_roots() -> Iterator[str]:
@@ -70,7 +73,7 @@ def _classify(filename: str) -> int:
         return SUITE
     if os.path.dirname(path) == _TOP_DIR and os.path.basename(path) != "__init__.py":
         return SUITE  # the command line (sessionstate/cli.py); reference/ and fixtures/ are not
-    for root in _STDLIB:
+    for root in STDLIB_DIRS:
         rest = path[len(root) :].split(os.sep) if path.startswith(root) else None
         if rest is not None and "site-packages" not in rest and "dist-packages" not in rest:
             return NEUTRAL

@@ -44,7 +44,6 @@ import re
 import signal
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -63,7 +62,7 @@ from sessionstate.conformance._harness.bounds import (
     test_bound,
 )
 from sessionstate.conformance._harness.exit_policy import EXIT_INFRASTRUCTURE, EXIT_USAGE
-from sessionstate.conformance._harness.frames import LIBRARIES
+from sessionstate.conformance._harness.frames import LIBRARIES, STDLIB_DIRS
 from sessionstate.conformance._harness.journal import JournalReader
 from sessionstate.conformance._harness.progress import GroupProgress
 from sessionstate.conformance._harness.runner import CheckOptions, finish_check
@@ -663,9 +662,6 @@ def _call_in_flight(path: Path) -> str:
 
 _FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+) in (?P<func>\S+)')
 _CONFORMANCE = str(Path(__file__).resolve().parent.parent) + os.sep
-_STDLIB = tuple(
-    {os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")}
-)
 
 
 def _kind(filename: str) -> str:
@@ -681,7 +677,7 @@ def _kind(filename: str) -> str:
             after = parts[parts.index(marker) + 1 :]
             name = after[0].removesuffix(".py") if after else ""
             return "neutral" if name in LIBRARIES else "subject"
-    if path.startswith(_STDLIB):
+    if path.startswith(STDLIB_DIRS):
         return "neutral"
     return "subject"
 
