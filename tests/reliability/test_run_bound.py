@@ -82,7 +82,7 @@ def _no_clause_failed(report: dict[str, Any]) -> None:
 
 def test_every_call_slow_ends_unchecked_inside_the_run_bound(tmp_path: Path) -> None:
     """50 ms a call: the tests stop for time, later ones do not start; exit 3 by the bound."""
-    bound = 45
+    bound = 30
     done, report, elapsed = _run(
         tmp_path, "slow:every_call", bound, "--clause", "LRU", "--clause", "STATS"
     )
@@ -105,7 +105,7 @@ def test_every_call_slow_ends_unchecked_inside_the_run_bound(tmp_path: Path) -> 
 def test_one_quadratic_call_is_too_slow_to_judge_never_a_failure(tmp_path: Path) -> None:
     """stats() computes for seconds: past the call deadline it is still computing, so it is
     waited for and then judged too slow (or the test's share runs out), never LOCK-3."""
-    bound = 100
+    bound = 50
     done, report, elapsed = _run(
         tmp_path, "slow:quadratic", bound, "--clause", "STATS-1",
         SESSIONSTATE_CALL_TIMEOUT="1",
