@@ -36,9 +36,11 @@ __all__ = [
     "BLAMABLE",
     "HOSTILE_NAMES",
     "OTHER_ITEMS",
+    "OTHER_ITEMS_PER_CALL",
     "POINTER_BYTES",
     "Case",
     "Endless",
+    "EndsWith",
     "LockProbe",
     "accounting_of",
     "blame_host",
@@ -119,6 +121,8 @@ def run_case(accounting: Any, case: Case, clause: str, counting: str | None = No
 #: ACCT-14's bound: items taken from each Mapping or Sequence other than ACCT-13's
 #: built-in containers (and 16 times as many from all of them, per call).
 OTHER_ITEMS = 65_536
+#: ACCT-14's bound on the items taken from all of them in one ``device_bytes`` call.
+OTHER_ITEMS_PER_CALL = 16 * OTHER_ITEMS
 #: One element of a NumPy object array: a pointer (ACCT-15 counts the owner's buffer).
 POINTER_BYTES = struct.calcsize("P")
 
@@ -156,6 +160,27 @@ class DequeOwnIter(deque):  # type: ignore[type-arg]
 
     def __iter__(self) -> Iterator[Any]:
         raise Walked("DequeOwnIter.__iter__ was called")
+
+
+class EndsWith(Sequence[object]):
+    """A Sequence of ``length`` items, ``None`` but the last, which is ``item``: only a walk
+    that takes all of them reaches ``item`` (ACCT-14's bounds, from below)."""
+
+    def __init__(self, item: object, length: int) -> None:
+        self.item, self.length = item, length
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: Any) -> Any:
+        if not isinstance(index, int):
+            raise TypeError(f"EndsWith indices are ints, not {type(index).__name__}")
+        if not -self.length <= index < self.length:
+            raise IndexError(index)
+        return self.item if index % self.length == self.length - 1 else None
+
+    def __repr__(self) -> str:
+        return f"EndsWith({self.item!r}, {self.length})"
 
 
 class Endless(Sequence[object]):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from functools import cache
@@ -122,3 +123,15 @@ def test_every_clause_a_test_checks_by_name_is_among_its_tags() -> None:
         if extra:
             untagged[name] = sorted(extra)
     assert untagged == {}
+
+
+def test_the_version_is_the_newest_amendment() -> None:
+    """The header's version is the newest version any clause was amended or added in: an
+    amendment to a version the header does not name yet would leave readers citing the
+    old text under the new number."""
+    text = spec_text()
+    header = re.search(r"^Version (\d+)\. ", text, re.M)
+    assert header, "SPEC.md states no version"
+    amended = [int(n) for n in re.findall(r"[Aa]mended in\s+version\s+(\d+)", text)]
+    new = [int(n) for n in re.findall(r"[Nn]ew in\s+version\s+(\d+)", text)]
+    assert int(header.group(1)) == max([1, *amended, *new]), (header.group(0), amended, new)
