@@ -47,6 +47,14 @@ def _results(**clauses: tuple[str, str]) -> dict[str, Any]:
         ({"verdict": "non-conformant"}, 1, "NON-CONFORMANT"),
         ({"verdict": "incomplete"}, 3, "INCOMPLETE"),
         ({"reproduce": FAILING_TEST}, 1, "FAILED (the case still fails: SHOULD clause STATS-6)"),
+        (
+            {
+                "reproduce": FAILING_TEST,
+                "clauses": {"STATS-6": {"level": "SHOULD", "outcome": "unchecked"}},
+            },
+            3,
+            "INCOMPLETE (the case no longer fails)",
+        ),
         ({"unmatched_expectations": ["LOCK-1 (line 1)"]}, 0, "CONFORMANT"),
         (
             {"unmatched_expectations": ["LOCK-1 (line 1)"], "strict": True},
@@ -130,6 +138,17 @@ def test_reproduce_of_a_failing_should_case_exits_1(tmp_path: Path) -> None:
     assert _verdict(done.stdout).startswith(
         "verdict: FAILED (the case still fails: SHOULD clause STATS-6)"
     )
+
+
+def test_reproduce_of_a_should_case_that_passes_exits_3(tmp_path: Path) -> None:
+    """ "No longer fails" checks no clause to the end, SHOULD clauses included: 3, as a
+    MUST clause's reproduce would, never a CONFORMANT verdict from one test."""
+    done = _run(
+        ["-m", "sessionstate", "check", "sessionstate.fixtures.reference_subject:subject",
+         "--reproduce", FAILING_TEST], tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
+    assert _verdict(done.stdout).startswith("verdict: INCOMPLETE (the case no longer fails)")
 
 
 def _replay_with(monkeypatch: pytest.MonkeyPatch, status: int, outcome: str) -> int:
