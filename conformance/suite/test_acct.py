@@ -622,6 +622,18 @@ def test_the_bound_per_call_is_kept(subject: Any) -> None:
 
 
 @pytest.mark.clause("ACCT-14")
+def test_an_item_past_the_bound_per_container_counts_nothing(subject: Any) -> None:
+    """A Sequence yields at most its first 65,536 items: a tensor as its 65,537th counts
+    nothing (the test above allows that one more read, not that it counts)."""
+    accounting = accounting_of(subject)
+    t = torch.zeros(1)
+    call = "device_bytes([EndsWith(t, 65_537)], set()) with t = torch.zeros(1) its last item"
+    value = [EndsWith(t, OTHER_ITEMS + 1)]
+    observed = within_deadline(accounting, value, set(), "ACCT-14", call, "one past the bound")
+    check_bytes(observed, {}, "ACCT-14", call)
+
+
+@pytest.mark.clause("ACCT-14")
 def test_items_within_both_bounds_all_count(subject: Any) -> None:
     """The bounds only ever stop a walk past them: 17 Sequences of 1, 65,535 and fifteen
     times 65,536 items (1,048,576 in all, each within 65,536) each end with a tensor of its

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -198,8 +201,13 @@ def test_conservation_over_programs(subject: Any, max_sessions: int, program: li
 
 @pytest.mark.clause("STATS-6")
 @pytest.mark.parametrize(
-    "max_sessions", [True, False, float("nan"), float("inf"), float("-inf"), 2.5], ids=repr
-)
+    "max_sessions",
+    # Non-whole numbers of the other numeric types too: a check written for float alone
+    # (isinstance(value, float)) lets them through, and they compare like 2.5 does.
+    [True, False, float("nan"), float("inf"), float("-inf"), 2.5, Fraction(5, 2),
+     Decimal("2.5"), np.float32(2.5)],
+    ids=repr,
+)  # fmt: skip
 def test_max_sessions_must_be_a_finite_positive_whole_number(
     subject: Any, max_sessions: object
 ) -> None:
