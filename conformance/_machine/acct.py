@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import array
 import mmap
+import pickle
 import struct
 import warnings
 from collections import deque
@@ -279,6 +280,7 @@ HOSTILE_NAMES: dict[str, Any] = {
     "DequeOwnIter": DequeOwnIter,
     "object_array": object_array,
     "anonymous_mmap": anonymous_mmap,
+    "PickleBuffer": pickle.PickleBuffer,
 }
 
 

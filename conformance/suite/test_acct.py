@@ -528,6 +528,13 @@ BUFFER_CASES = [
     Case("array-views", _A, ("[memoryview(a), a, memoryview(a)[::2]]",), ({"cpu": 8192},)),
     Case("array-numpy-alias", _A, ("np.frombuffer(a)", "a"), ({"cpu": 8192}, {})),
     Case("mmap", "m = anonymous_mmap(4096)", ("{'m': m}",), ({"cpu": 4096},)),
+    # A buffer with no single start address (strided) counts its nbytes, once per exporter.
+    Case(
+        "strided-exporter",
+        _A + "pb = PickleBuffer(memoryview(a)[::2])",
+        ("[pb, pb]",),
+        ({"cpu": 4096},),
+    ),
     # A closed mmap exports nothing (memoryview() raises ValueError): it counts nothing,
     # and accounting does not raise (ACCT-9).
     Case("closed-mmap", "m = anonymous_mmap(4096); m.close()", ("{'m': m}",), ({},)),
