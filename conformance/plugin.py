@@ -30,6 +30,7 @@ from sessionstate.conformance._harness.run_state import (
     load_configured_subject,
     run_state,
 )
+from sessionstate.conformance._harness.stable_keys import StableKeys
 from sessionstate.conformance.checks import item_clauses
 from sessionstate.conformance.subject import DEFAULT_TARGET
 
@@ -147,6 +148,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "clause(*ids): the spec clause(s) this test checks")
     config.addinivalue_line("markers", "cuda: needs a real CUDA device")
+    # Derandomized draws keyed by the suite's own node ids, wherever it is installed.
+    config.pluginmanager.register(StableKeys(_SUITE_DIR), "sessionstate-stable-keys")
     from sessionstate.conformance._harness.expectations import parse_expectations
     from sessionstate.conformance._harness.profiles import DEFAULT_PROFILE, check_profile
     from sessionstate.conformance.subject import UsageError
