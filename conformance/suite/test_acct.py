@@ -538,6 +538,8 @@ BUFFER_CASES = [
     # A closed mmap exports nothing (memoryview() raises ValueError): it counts nothing,
     # and accounting does not raise (ACCT-9).
     Case("closed-mmap", "m = anonymous_mmap(4096); m.close()", ("{'m': m}",), ({},)),
+    # A released memoryview holds nothing alive (its .obj raises ValueError).
+    Case("released-memoryview", _A + "v = memoryview(a); v.release()", ("v",), ({},)),
     Case("bytes-stay-values", "", ("[b'xy', bytearray(4), memoryview(b'xyz')]",), ({},)),
 ]
 
