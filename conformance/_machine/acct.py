@@ -37,7 +37,6 @@ __all__ = [
     "BLAMABLE",
     "HOSTILE_NAMES",
     "OTHER_ITEMS",
-    "OTHER_ITEMS_PER_CALL",
     "POINTER_BYTES",
     "Case",
     "Endless",
@@ -122,8 +121,6 @@ def run_case(accounting: Any, case: Case, clause: str, counting: str | None = No
 #: ACCT-14's bound: items taken from each Mapping or Sequence other than ACCT-13's
 #: built-in containers (and 16 times as many from all of them, per call).
 OTHER_ITEMS = 65_536
-#: ACCT-14's bound on the items taken from all of them in one ``device_bytes`` call.
-OTHER_ITEMS_PER_CALL = 16 * OTHER_ITEMS
 #: One element of a NumPy object array: a pointer (ACCT-15 counts the owner's buffer).
 POINTER_BYTES = struct.calcsize("P")
 
