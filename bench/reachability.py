@@ -33,6 +33,7 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import invariant, run_state_machine_as_test
 
+from sessionstate.conformance._harness.devices import allocate
 from sessionstate.conformance._harness.profiles import load_profile
 from sessionstate.conformance._machine.manager import (
     ContentsMachine,
@@ -42,7 +43,6 @@ from sessionstate.conformance._machine.manager import (
 )
 from sessionstate.conformance._model.dtypes import FAMILIES, KINDS
 from sessionstate.conformance._model.manager import SessionModel
-from sessionstate.conformance._model.memory import allocate
 from sessionstate.conformance.input_reach import ID_FAMILIES, MAX_RULES, id_reach, max_value_reach
 from sessionstate.conformance.strategies import (
     CONTAINER_KINDS,

@@ -77,7 +77,7 @@ class StateObjectSpec:
       once something is committed after ``allocate()`` (Cosmos3's K/V: its adapter
       rebuilds it until the first encode); the default is ``"allocate"`` (OBJ-1).
     * ``model()``, optional, returns a plain model of a new object (OBJ-9,
-      ``object_models.ObjectModel``): every call goes to the model too, and the
+      ``conformance.specs.ObjectModel``): every call goes to the model too, and the
       object must raise what it raises and show what it shows. Observed are
       ``view()`` with ``include_staged`` omitted, ``True`` and ``False``, plus
       ``observations``: name -> function of the object (or the model), e.g.

@@ -23,15 +23,9 @@ from typing import Any
 import torch
 from hypothesis import strategies as st
 
+from sessionstate.conformance._harness.devices import allocate, available_devices
 from sessionstate.conformance._model.dtypes import dtypes_on, families_on
-from sessionstate.conformance._model.memory import (
-    NUMPY_DTYPES,
-    Held,
-    aliases,
-    allocate,
-    available_devices,
-    derivations,
-)
+from sessionstate.conformance._model.memory import NUMPY_DTYPES, Held, aliases, derivations
 from sessionstate.conformance._model.records import (
     AttrsRecord,
     DataRecord,

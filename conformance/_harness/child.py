@@ -86,8 +86,8 @@ def _print_header(options: Any, test_seconds: float | None) -> None:
     fail for a reason the run would not meet anyway; if it does, the run goes on."""
     from sessionstate.conformance._harness import under_test
     from sessionstate.conformance._harness.database import describe
+    from sessionstate.conformance._harness.devices import select_devices
     from sessionstate.conformance._harness.runner import load_target
-    from sessionstate.conformance._model.memory import select_devices
     from sessionstate.conformance._report.terminal import start_lines
 
     try:

@@ -92,7 +92,7 @@ def validate(options: CheckOptions) -> None:
             hint = _did_you_mean(cid, [*known, *groups])
             raise UsageError(f"unknown clause or group {cid!r}{hint}; see 'sessionstate spec'")
     if options.devices is not None:
-        from sessionstate.conformance._model.memory import machine_devices
+        from sessionstate.conformance._harness.devices import machine_devices
 
         _check_device_names(options.devices)
 

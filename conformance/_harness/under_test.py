@@ -34,7 +34,7 @@ def environment() -> dict[str, Any]:
     import numpy
     import torch
 
-    from sessionstate.conformance._model.memory import (
+    from sessionstate.conformance._harness.devices import (
         available_devices,
         is_simulated,
         left_out_devices,

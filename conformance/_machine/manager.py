@@ -6,8 +6,8 @@ counters) and ``check_at_rest`` compares the rest (stats, bytes, every
 session a holder still has). The table's LRU order is never read through a
 method that could refresh it: ``in`` probes only ids that should be absent
 (and ``len`` counts the rest), and the order itself shows in
-which sessions the next misses evict. When the subject disagrees with the model, ``model.suspect``
-names the clause from the trace of everything observed.
+which sessions the next misses evict. When the subject disagrees with the model,
+``_model.manager.suspect`` names the clause from the trace of everything observed.
 
 ``ContentsMachine`` adds sessions that hold data (buffers, attrs, resets)
 whose expected bytes come from ``conformance._model.memory`` alone.
@@ -30,8 +30,8 @@ from hypothesis.stateful import (
     rule,
 )
 
+from sessionstate.conformance._harness.devices import allocate, available_devices
 from sessionstate.conformance._machine.composed_bytes import check_composed_bytes
-from sessionstate.conformance._model import memory
 from sessionstate.conformance._model.manager import (
     BufferModel,
     ManagerModel,
@@ -598,9 +598,9 @@ class ContentsMachine(ManagerMachine):
         """One allocation on every device (two on meta: they share data pointer 0) from the
         first step, so that sessions hold data, share it and are evicted holding it within
         the quick profile's short programs (bench/reachability.py measures how often)."""
-        devices = [*memory.available_devices(), "meta"]
-        held = [memory.allocate(d, (2, 3), fill=i) for i, d in enumerate(devices)]
-        held.append(memory.allocate("cpu", (4,), numpy=True))
+        devices = [*available_devices(), "meta"]
+        held = [allocate(d, (2, 3), fill=i) for i, d in enumerate(devices)]
+        held.append(allocate("cpu", (4,), numpy=True))
         for h in held:
             self.names[id(h.value)] = h
         return multiple(*held)
@@ -618,12 +618,12 @@ class ContentsMachine(ManagerMachine):
 
     @rule(
         target=values,
-        device=st.sampled_from((*memory.available_devices(), "numpy")),
+        device=st.sampled_from((*available_devices(), "numpy")),
         shape=st.sampled_from([(2, 3), (4,), (0,)]),
     )
     def allocate(self, device: str, shape: tuple[int, ...]) -> Held:
         numpy = device == "numpy"
-        held = memory.allocate("cpu" if numpy else device, shape, numpy=numpy)
+        held = allocate("cpu" if numpy else device, shape, numpy=numpy)
         self.names[id(held.value)] = held
         return held
 

@@ -4,7 +4,7 @@ The machine's own model is small on purpose (is the object resident, what may be
 which session holds it); everything else is read back through the spec's ``held(obj)``
 and priced by the suite's ``MemoryModel``, never by the object's own code. What the object
 holds is compared with the spec's own plain model, when it declares one (OBJ-9,
-``object_models``).
+``conformance.specs.ObjectModel``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from hypothesis.strategies import SearchStrategy
 
+from sessionstate.conformance._harness.devices import allocate, available_devices
 from sessionstate.conformance._machine.object_mirror import ModelMirror, check_recomputable
-from sessionstate.conformance._model.memory import allocate, available_devices
 from sessionstate.conformance.checks import (
     ClauseFailure,
     calling,

@@ -11,8 +11,8 @@ view) counts such a value short: ACCT-1 says it counts the whole storage.
 ``TracedSubclass`` overrides ``__torch_function__`` too, so every method called on
 it (``untyped_storage()`` included) runs through that override first; and
 ``torch.nn.Parameter`` is the subclass ``nn.Module`` registers. Drawn only on real
-devices: a simulated CUDA tensor (``memory.py``) is itself a subclass, and
-re-classing it would lose the device it reports.
+devices: a simulated CUDA tensor (``_harness.devices``) is itself a subclass,
+and re-classing it would lose the device it reports.
 """
 
 from __future__ import annotations
@@ -30,10 +30,8 @@ class PlainSubclass(torch.Tensor):
 
 
 class TracedSubclass(torch.Tensor):
-    """A tensor subclass whose ``__torch_function__`` counts the calls it sees, then runs
-    torch's own (results of views stay ``TracedSubclass``)."""
-
-    calls = 0
+    """A tensor subclass with a ``__torch_function__`` of its own, which runs torch's
+    (results of views stay ``TracedSubclass``)."""
 
     @classmethod
     def __torch_function__(
@@ -43,7 +41,6 @@ class TracedSubclass(torch.Tensor):
         args: tuple[Any, ...] = (),
         kwargs: Mapping[str, Any] | None = None,
     ) -> Any:
-        TracedSubclass.calls += 1
         # Tensor.__torch_function__ is unannotated in torch.
         return super().__torch_function__(func, types, args, dict(kwargs or {}))  # type: ignore[no-untyped-call]
 

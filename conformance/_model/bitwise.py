@@ -69,6 +69,14 @@ def bit_difference(observed: object, expected: object, path: str = "value") -> D
     through ``__dict__`` and ``__slots__``: two sides' copies of one stand-in
     object are never the same object; anything else by ``==`` (NaN floats equal).
     """
+    return _difference(observed, expected, path, frozenset())
+
+
+def _difference(
+    observed: object, expected: object, path: str, comparing: frozenset[tuple[int, int]]
+) -> Difference | None:
+    """``bit_difference``, inside objects compared field by field: ``comparing`` holds the
+    ``id`` pairs of those being compared further up this one comparison."""
     import numpy as np
     import torch
 
@@ -83,13 +91,13 @@ def bit_difference(observed: object, expected: object, path: str = "value") -> D
     if isinstance(expected, np.ndarray):
         return _array_difference(observed, expected, path)  # type: ignore[arg-type]
     if isinstance(expected, Mapping):
-        return _mapping_difference(observed, expected, path)  # type: ignore[arg-type]
+        return _mapping_difference(observed, expected, path, comparing)  # type: ignore[arg-type]
     if isinstance(expected, (list, tuple, deque)):
-        return _sequence_difference(observed, expected, path)  # type: ignore[arg-type]
+        return _sequence_difference(observed, expected, path, comparing)  # type: ignore[arg-type]
     if isinstance(expected, float) and math.isnan(expected) and math.isnan(observed):  # type: ignore[arg-type]
         return None
     if type(expected).__eq__ is object.__eq__ and _fields(expected) is not None:
-        return _object_difference(observed, expected, path)
+        return _object_difference(observed, expected, path, comparing)
     try:
         equal = bool(observed == expected)
     except Exception:
@@ -111,25 +119,20 @@ def _fields(value: object) -> dict[str, object] | None:
     return fields
 
 
-_COMPARING: set[tuple[int, int]] = set()
-
-
-def _object_difference(a: object, b: object, path: str) -> Difference | None:
+def _object_difference(
+    a: object, b: object, path: str, comparing: frozenset[tuple[int, int]]
+) -> Difference | None:
     pair = (id(a), id(b))
-    if pair in _COMPARING:  # a cycle back to objects being compared: judged where it began
+    if pair in comparing:  # a cycle back to objects being compared: judged where it began
         return None
-    _COMPARING.add(pair)
-    try:
-        ours, theirs = _fields(a) or {}, _fields(b) or {}
-        if sorted(ours) != sorted(theirs):
-            return Difference(f"fields of {path}", repr(sorted(ours)), repr(sorted(theirs)))
-        for name in sorted(theirs):
-            found = bit_difference(ours[name], theirs[name], f"{path}.{name}")
-            if found is not None:
-                return found
-        return None
-    finally:
-        _COMPARING.discard(pair)
+    ours, theirs = _fields(a) or {}, _fields(b) or {}
+    if sorted(ours) != sorted(theirs):
+        return Difference(f"fields of {path}", repr(sorted(ours)), repr(sorted(theirs)))
+    for name in sorted(theirs):
+        found = _difference(ours[name], theirs[name], f"{path}.{name}", comparing | {pair})
+        if found is not None:
+            return found
+    return None
 
 
 def _tensor_difference(a: torch.Tensor, b: torch.Tensor, path: str) -> Difference | None:
@@ -176,21 +179,25 @@ def _array_difference(a: np.ndarray, b: np.ndarray, path: str) -> Difference | N
     return Difference(where, repr(a[index]), repr(b[index]))
 
 
-def _mapping_difference(a: Mapping[Any, Any], b: Mapping[Any, Any], path: str) -> Difference | None:
+def _mapping_difference(
+    a: Mapping[Any, Any], b: Mapping[Any, Any], path: str, comparing: frozenset[tuple[int, int]]
+) -> Difference | None:
     if set(a) != set(b):
         return Difference(f"{path}.keys()", repr(sorted(map(repr, a))), repr(sorted(map(repr, b))))
     for key in b:
-        found = bit_difference(a[key], b[key], f"{path}[{key!r}]")
+        found = _difference(a[key], b[key], f"{path}[{key!r}]", comparing)
         if found is not None:
             return found
     return None
 
 
-def _sequence_difference(a: Sequence[Any], b: Sequence[Any], path: str) -> Difference | None:
+def _sequence_difference(
+    a: Sequence[Any], b: Sequence[Any], path: str, comparing: frozenset[tuple[int, int]]
+) -> Difference | None:
     if len(a) != len(b):
         return Difference(f"len({path})", str(len(a)), str(len(b)))
     for i, (x, y) in enumerate(zip(a, b, strict=True)):
-        found = bit_difference(x, y, f"{path}[{i}]")
+        found = _difference(x, y, f"{path}[{i}]", comparing)
         if found is not None:
             return found
     return None

@@ -1,12 +1,13 @@
 """Every dtype this torch has, in families, and the bytes one storage of it takes.
 
-The memory model (``memory.py``) makes allocations of any of these and prices them
-from this table, which is written down here and never asked of torch (the model
-stays independent of what it judges): ``KINDS`` maps a dtype's name to its
-family, its bytes per storage element, how many values one byte packs along the
-last dimension (torch's 4-bit and 2-bit quantized storages, ``quint4x2`` and
-``quint2x4``, pack each row on its own), how the model fills a new allocation of
-it, and the dtype of the same item size a ``view(dtype)`` derivation may take.
+The suite makes allocations of any of these (``_harness.devices.allocate``) and
+the memory model (``memory.py``) prices them from this table, which is written
+down here and never asked of torch (the model stays independent of what it
+judges): ``KINDS`` maps a dtype's name to its family, its bytes per storage
+element, how many values one byte packs along the last dimension (torch's 4-bit
+and 2-bit quantized storages, ``quint4x2`` and ``quint2x4``, pack each row on its
+own), how the model fills a new allocation of it, and the dtype of the same item
+size a ``view(dtype)`` derivation may take.
 
 ``torch_dtype_names()`` lists what torch itself has (the ``torch.dtype``
 attributes of the ``torch`` module); ``tests/conformance`` checks that every one
@@ -20,20 +21,22 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
+from types import MappingProxyType
 
 import torch
 
 __all__ = [
     "FAMILIES",
     "KINDS",
-    "LEFT_OUT_ON",
     "NOT_DRAWN",
     "QUANTIZED_DEVICES",
     "DtypeKind",
     "dtypes_on",
     "families_on",
+    "left_out_on",
     "make_tensor",
     "source_of",
     "storage_nbytes",
@@ -69,36 +72,38 @@ def _kinds(
 
 #: name -> kind. The first family is the one values shrink to; the first dtype of each
 #: family likewise. Partners: ``view(partner)`` of the same item size is legal at any
-#: stride; the old pairs (float32 <-> int32, ...) are kept as they were.
-KINDS: dict[str, DtypeKind] = {
-    **_kinds("float", 8, "float64", "int64"),
-    **_kinds("float", 4, "float32", "int32"),
-    **_kinds("float", 2, "float16", "int16"),
-    **_kinds("float", 2, "bfloat16", "int16"),
-    **_kinds("signed int", 8, "int64", "float64"),
-    **_kinds("signed int", 4, "int32", "float32"),
-    **_kinds("signed int", 2, "int16", "float16"),
-    **_kinds("signed int", 1, "int8", "uint8"),
-    **_kinds("unsigned int", 1, "uint8", "int8"),
-    **_kinds("unsigned int", 2, "uint16", "int16"),
-    **_kinds("unsigned int", 4, "uint32", "int32"),
-    **_kinds("unsigned int", 8, "uint64", "int64"),
-    **_kinds("bool", 1, "bool", "int8"),
-    **_kinds("complex", 8, "complex64", "int64"),
-    **_kinds("complex", 4, "complex32", "int32"),
-    **_kinds("complex", 16, "complex128", None),
-    **_kinds("float8", 1, "float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz", "uint8"),
-    **_kinds("float8", 1, "float8_e8m0fnu", "uint8"),
-    **_kinds("float4", 1, "float4_e2m1fn_x2", "uint8", "raw"),
-    **_kinds("sub-byte int", 1, "int1 int2 int3 int4 int5 int6 int7", "uint8", "raw"),
-    **_kinds("sub-byte int", 1, "uint1 uint2 uint3 uint4 uint5 uint6 uint7", "uint8", "raw"),
-    **_kinds("bits", 1, "bits8 bits1x8 bits2x4 bits4x2", "uint8", "raw"),
-    **_kinds("bits", 2, "bits16", "int16", "raw"),
-    **_kinds("quantized", 1, "qint8 quint8", None, "quantized"),
-    **_kinds("quantized", 4, "qint32", None, "quantized"),
-    "quint4x2": DtypeKind("quint4x2", "packed quantized", 1, 2, "quantized"),
-    "quint2x4": DtypeKind("quint2x4", "packed quantized", 1, 4, "quantized"),
-}
+#: stride; the old pairs (float32 <-> int32, ...) are kept as they were. Read-only.
+KINDS: Mapping[str, DtypeKind] = MappingProxyType(
+    {
+        **_kinds("float", 8, "float64", "int64"),
+        **_kinds("float", 4, "float32", "int32"),
+        **_kinds("float", 2, "float16", "int16"),
+        **_kinds("float", 2, "bfloat16", "int16"),
+        **_kinds("signed int", 8, "int64", "float64"),
+        **_kinds("signed int", 4, "int32", "float32"),
+        **_kinds("signed int", 2, "int16", "float16"),
+        **_kinds("signed int", 1, "int8", "uint8"),
+        **_kinds("unsigned int", 1, "uint8", "int8"),
+        **_kinds("unsigned int", 2, "uint16", "int16"),
+        **_kinds("unsigned int", 4, "uint32", "int32"),
+        **_kinds("unsigned int", 8, "uint64", "int64"),
+        **_kinds("bool", 1, "bool", "int8"),
+        **_kinds("complex", 8, "complex64", "int64"),
+        **_kinds("complex", 4, "complex32", "int32"),
+        **_kinds("complex", 16, "complex128", None),
+        **_kinds("float8", 1, "float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz", "uint8"),
+        **_kinds("float8", 1, "float8_e8m0fnu", "uint8"),
+        **_kinds("float4", 1, "float4_e2m1fn_x2", "uint8", "raw"),
+        **_kinds("sub-byte int", 1, "int1 int2 int3 int4 int5 int6 int7", "uint8", "raw"),
+        **_kinds("sub-byte int", 1, "uint1 uint2 uint3 uint4 uint5 uint6 uint7", "uint8", "raw"),
+        **_kinds("bits", 1, "bits8 bits1x8 bits2x4 bits4x2", "uint8", "raw"),
+        **_kinds("bits", 2, "bits16", "int16", "raw"),
+        **_kinds("quantized", 1, "qint8 quint8", None, "quantized"),
+        **_kinds("quantized", 4, "qint32", None, "quantized"),
+        "quint4x2": DtypeKind("quint4x2", "packed quantized", 1, 2, "quantized"),
+        "quint2x4": DtypeKind("quint2x4", "packed quantized", 1, 4, "quantized"),
+    }
+)
 
 #: The families, in the order the strategies draw (and shrink) them.
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(k.family for k in KINDS.values()))
@@ -111,7 +116,7 @@ QUANTIZED_DEVICES = ("cpu",)
 
 #: torch dtypes never drawn, with the reason. Empty on torch 2.13: every dtype it has
 #: can be made on CPU (bits and sub-byte ints through ``torch.empty``).
-NOT_DRAWN: dict[str, str] = {}
+NOT_DRAWN: Mapping[str, str] = MappingProxyType({})
 
 
 def torch_dtype_names() -> set[str]:
@@ -124,20 +129,27 @@ def torch_dtype_names() -> set[str]:
     }
 
 
-#: Per real accelerator device, the dtypes torch could not make there and why (filled by
-#: ``dtypes_on``): the suite's CPU machines cannot try a GPU's kernels ahead of time.
-LEFT_OUT_ON: dict[str, dict[str, str]] = {}
-
-
-@cache
 def dtypes_on(device: str) -> dict[str, tuple[str, ...]]:
     """family -> the dtypes the model allocates on ``device``: quantized ones on CPU only;
     on a real accelerator only those a ``make_tensor`` there succeeds for (the others
-    are recorded in ``LEFT_OUT_ON``). ``cpu`` and ``meta`` make every other dtype, and a
+    are ``left_out_on(device)``). ``cpu`` and ``meta`` make every other dtype, and a
     simulated CUDA device is host memory (``tests/conformance`` checks all three)."""
+    return _probed(device)[0]
+
+
+def left_out_on(device: str) -> dict[str, str]:
+    """dtype -> why torch could not make it on ``device``, a real accelerator (empty
+    elsewhere): the suite's CPU machines cannot try a GPU's kernels ahead of time."""
+    return dict(_probed(device)[1])
+
+
+@cache
+def _probed(device: str) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
+    """``dtypes_on(device)``, and the dtypes left out with the reason, probed once."""
     quantized_too = device in QUANTIZED_DEVICES
     probe = device not in ("cpu", "meta") and torch.cuda.is_available()
     found: dict[str, list[str]] = {}
+    left_out: dict[str, str] = {}
     for name, kind in KINDS.items():
         if "quantized" in kind.family and not quantized_too:
             continue
@@ -145,10 +157,10 @@ def dtypes_on(device: str) -> dict[str, tuple[str, ...]]:
             try:
                 make_tensor(device, (2, 3), name, 1)
             except Exception as error:  # a kernel this device lacks: left out, with the reason
-                LEFT_OUT_ON.setdefault(device, {})[name] = f"{type(error).__name__}: {error}"
+                left_out[name] = f"{type(error).__name__}: {error}"
                 continue
         found.setdefault(kind.family, []).append(name)
-    return {family: tuple(names) for family, names in found.items()}
+    return {family: tuple(names) for family, names in found.items()}, left_out
 
 
 def families_on(device: str) -> tuple[str, ...]:

@@ -13,7 +13,8 @@ in ``suite/test_acct_host.py``; ``one_owner`` builds one by hand.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 #: Item sizes written down, not asked of NumPy (the oracle is independent).
-ITEMSIZE = {"uint8": 1, "float32": 4}
+ITEMSIZE: Mapping[str, int] = MappingProxyType({"uint8": 1, "float32": 4})
 
 
 class Shared:
@@ -86,11 +87,13 @@ def numpy_view(owners: list[np.ndarray], k: int, i: int, j: int, step: int) -> S
 
 #: What ``from_numpy`` may make of ``torch.from_numpy(a[i:j])``: itself, its ``.numpy()``
 #: or a view of that, each holding the same bytes.
-_NUMPY_OF: dict[str, Any] = {
-    "": lambda t: t,
-    ".numpy()": lambda t: t.numpy(),
-    ".numpy()[::2]": lambda t: t.numpy()[::2],
-}
+_NUMPY_OF: Mapping[str, Any] = MappingProxyType(
+    {
+        "": lambda t: t,
+        ".numpy()": lambda t: t.numpy(),
+        ".numpy()[::2]": lambda t: t.numpy()[::2],
+    }
+)
 
 
 FROM_NUMPY_SUFFIXES = tuple(_NUMPY_OF)

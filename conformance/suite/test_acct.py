@@ -19,6 +19,7 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from sessionstate.conformance._harness.devices import allocate, available_devices
 from sessionstate.conformance._machine.acct import (
     BLAMABLE,
     OTHER_ITEMS,
@@ -38,8 +39,6 @@ from sessionstate.conformance._machine.lock import RecordingLock
 from sessionstate.conformance._model.memory import (
     DTYPES,
     Held,
-    allocate,
-    available_devices,
     definitions,
     derivations,
     expected_bytes,

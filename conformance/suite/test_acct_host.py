@@ -21,6 +21,12 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from sessionstate.conformance._harness.devices import (
+    available_devices,
+    borrow,
+    borrowing_available,
+    is_simulated,
+)
 from sessionstate.conformance._machine.acct import (
     Case,
     accounting_of,
@@ -39,15 +45,7 @@ from sessionstate.conformance._model.host import (
     one_owner,
     owner_value,
 )
-from sessionstate.conformance._model.memory import (
-    Held,
-    available_devices,
-    borrow,
-    borrowing_available,
-    definitions,
-    expected_bytes,
-    is_simulated,
-)
+from sessionstate.conformance._model.memory import Held, definitions, expected_bytes
 from sessionstate.conformance.checks import check_bytes, check_equal, focused_on, per_clause
 from sessionstate.conformance.strategies import allocations, values_from
 

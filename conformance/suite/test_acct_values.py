@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import torch
 
+from sessionstate.conformance._harness.devices import allocate, available_devices
 from sessionstate.conformance._machine.acct import (
     BLAMABLE,
     accounting_of,
@@ -27,8 +28,6 @@ from sessionstate.conformance._model.dtypes import FAMILIES, KINDS, dtypes_on
 from sessionstate.conformance._model.memory import (
     Held,
     aliases,
-    allocate,
-    available_devices,
     definitions,
     derivations,
     expected_bytes,

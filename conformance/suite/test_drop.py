@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sessionstate.conformance._harness.devices import allocate
 from sessionstate.conformance._machine.manager import (
     ContentsMachine,
     CrowdedMachine,
@@ -21,7 +22,6 @@ from sessionstate.conformance._machine.manager import (
     replay,
 )
 from sessionstate.conformance._machine.stateful import run_steps
-from sessionstate.conformance._model import memory
 from sessionstate.conformance.checks import calling, check_equal
 
 G, D, C = "get_or_create_session", "drop_session", "contains"
@@ -55,7 +55,7 @@ def test_program(subject: Any, max_sessions: int, program: list[tuple[str, objec
 
 def _session_with_data(subject: Any, manager: Any, clause: str) -> tuple[Any, Any, Any]:
     """Session 'a' holding a buffer with one tensor, and that tensor as an attribute."""
-    held = memory.allocate("cpu", (2, 3))
+    held = allocate("cpu", (2, 3))
     with calling(clause, "get_or_create_session('a'), put('frames', buffer), attrs['x'] = t"):
         session = manager.get_or_create_session("a")
         buffer = session.put("frames", subject.make_buffer())

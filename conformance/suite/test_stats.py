@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sessionstate.conformance._harness.devices import allocate, available_devices
 from sessionstate.conformance._machine.manager import (
     STATS_KEYS,
     ContentsMachine,
@@ -106,8 +107,8 @@ def test_observer_changes_neither_counters_nor_order(subject: Any, observer: str
 @pytest.mark.clause("STATS-2", "STATS-3")
 def test_stats_shape_with_every_device(subject: Any) -> None:
     """One buffer per device (and a NumPy array): stats() keys, order, total and per-device bytes."""
-    helds = [memory.allocate(d, (2, 3)) for d in reversed(memory.available_devices())]
-    helds.append(memory.allocate("cpu", (4,), numpy=True))
+    helds = [allocate(d, (2, 3)) for d in reversed(available_devices())]
+    helds.append(allocate("cpu", (4,), numpy=True))
     with calling("STATS-2", "get_or_create_session('a'), put('frames', buffer), append(...)"):
         manager = subject.make_manager(max_sessions=2, byte_budget=None)
         buffer = manager.get_or_create_session("a").put("frames", subject.make_buffer())

@@ -41,6 +41,7 @@ LEAVES = (
     f"{C}._harness.applicability",  # which hooks each clause needs: the words of a skip
     f"{C}._harness.frames",  # whose code a traceback frame is: suite, library or subject
     f"{C}._harness.suite_buffer",  # the buffer a subject without buffer_factory is given
+    f"{C}._harness.devices",  # the devices and allocations the strategies draw values on
 )
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("package root", ("sessionstate",)),  # its __version__; every subpackage is named below

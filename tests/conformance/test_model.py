@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sessionstate.conformance import Subject
+from sessionstate.conformance._harness.devices import allocate
 from sessionstate.conformance._machine.manager import SESSION_IDS, learn_keys, replay
 from sessionstate.conformance._model.manager import (
     SUSPECTS,
@@ -20,7 +21,6 @@ from sessionstate.conformance._model.manager import (
     spec_key,
     suspect,
 )
-from sessionstate.conformance._model.memory import allocate
 from sessionstate.fixtures.reference_subject import subject as reference
 
 

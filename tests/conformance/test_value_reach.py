@@ -12,8 +12,8 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
+from sessionstate.conformance._harness.devices import allocate
 from sessionstate.conformance._model.dtypes import FAMILIES, KINDS
-from sessionstate.conformance._model.memory import allocate
 from sessionstate.conformance.input_reach import no_local_constants
 from sessionstate.conformance.strategies import (
     CONTAINER_KINDS,
