@@ -1,11 +1,13 @@
 """Calling a subject's accounting from the ACCT tests, hand-computed cases, and the
 ACCT blame rules.
 
-Shared by ``suite/test_acct.py`` and ``suite/test_acct_host.py``: the checked
+The accounting surface, shared by the ACCT tests (``suite/test_acct.py``,
+``test_acct_host.py``, ``test_acct_values.py``): the checked
 call (a new dict of device name -> int, ACCT-4/ACCT-5), the deadline that turns
 a walk that never ends into a clause failure (ACCT-9), ``Case``, a program
-with the bytes each of its calls must return, written out by hand, and the one
-home of the rules that name the clause a wrong total breaks: ``blame_views`` and
+with the bytes each of its calls must return, written out by hand, and the home of
+the rules that name the clause a wrong total of leaf values breaks (a composed total,
+ACCT-10 or ACCT-11, is ``_machine.composed_bytes``'s): ``blame_views`` and
 ``expect_bytes`` over the memory model's values (``_model.memory``),
 ``blame_host`` and ``check_host_call`` over host memory NumPy and torch share
 (``_model.host``).

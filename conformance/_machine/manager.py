@@ -1,5 +1,9 @@
 """``ManagerMachine``: a subject's manager against the suite's model, call by call.
 
+The machine of the manager's get/drop/stats surface, and the home of the blame rules of
+what it finds there: KEY, LRU, DROP and STATS, and, in ``ContentsMachine``, what the
+sessions it hands out hold (ACCT-11, RESET-1, RESET-4).
+
 Rules are named after the manager methods they call; after each call the
 rule compares what it can see at once (the returned object, the table, the
 counters) and ``check_at_rest`` compares the rest (stats, bytes, every
@@ -7,7 +11,10 @@ session a holder still has). The table's LRU order is never read through a
 method that could refresh it: ``in`` probes only ids that should be absent
 (and ``len`` counts the rest), and the order itself shows in
 which sessions the next misses evict. When the subject disagrees with the model,
-``_model.manager.suspect`` names the clause from the trace of everything observed.
+``ManagerMachine._expect`` names the clause from the trace of everything observed: the
+first suspect that explains all of it (the subject's own grouping of ids,
+``key_suspects``, then the model's, ``_model.manager.suspect``), a drop that reorders
+the table for a wrong victim (``drop_reorders``), else the clause of the check.
 
 ``ContentsMachine`` adds sessions that hold data (buffers, attrs, resets)
 whose expected bytes come from ``conformance._model.memory`` alone.

@@ -1,4 +1,5 @@
-"""Bit-for-bit comparison and the suite's own memory walk, for the ADAPT clauses.
+"""Bit-for-bit comparison and the suite's own memory walk: the ADAPT machine's oracle, and
+how the OBJ machine compares an object with its spec's model (``_machine.object_mirror``).
 
 ``bit_difference`` says where two values first differ: tensors and arrays in
 dtype, shape, device or any value (NaNs at the same places are equal),

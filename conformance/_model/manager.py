@@ -1,4 +1,10 @@
-"""The suite's own model of a session-state manager (SPEC KEY, LRU, DROP, STATS).
+"""The suite's own model of a session-state manager: its keys, its LRU table and counters
+(admission policy and ``require_session`` included), and the sessions it hands out.
+
+One domain, shared by every machine that drives a manager: the manager machine (SPEC KEY,
+LRU, DROP, STATS, and what its sessions hold), admission (ADMIT), lost sessions (LOST),
+the adapter machine's bespoke side (ADAPT), and the lock histories through
+``_model.linearizability.LruModel`` (LOCK).
 
 Written from SPEC.md alone: nothing here calls implementation code, the
 subject's or the reference's. ``LruTable`` is the table as keys in LRU order
@@ -12,7 +18,9 @@ They never decide pass or fail: when the subject disagrees with the model,
 ``suspect`` replays the trace of everything observed so far on each of them,
 and the first that explains all of it names the clause that was broken (a
 hit that does not refresh order is LRU-3, not "a wrong victim"). ``key_clause``
-names the KEY clause a grouping of ids breaks.
+names the KEY clause a grouping of ids breaks. These labels are the one place a model
+names a clause: ``_machine.manager`` asks them only once its own check has found a
+mismatch.
 """
 
 from __future__ import annotations
