@@ -42,6 +42,7 @@ def main(argv: list[str]) -> int:
     files: dict[str, str] = spec["files"]
     from sessionstate.conformance._harness.database import InfrastructureError
     from sessionstate.conformance._harness.journal import Journal
+    from sessionstate.conformance._harness.options import flag
     from sessionstate.conformance._harness.runner import CheckOptions, pytest_arguments, validate
     from sessionstate.conformance.subject import UsageError
 
@@ -65,14 +66,14 @@ def main(argv: list[str]) -> int:
     import pytest
 
     args = pytest_arguments(options, files["results"])
-    ours = ["--sessionstate-journal", files["journal"]]
+    ours = [flag("journal"), files["journal"]]
     if spec.get("test_seconds"):
-        ours += ["--sessionstate-test-timeout", str(spec["test_seconds"])]
+        ours += [flag("test-timeout"), str(spec["test_seconds"])]
     if spec.get("run_deadline"):
-        ours += ["--sessionstate-run-deadline", repr(spec["run_deadline"])]
-        ours += ["--sessionstate-run-timeout", repr(spec["run_seconds"])]
+        ours += [flag("run-deadline"), repr(spec["run_deadline"])]
+        ours += [flag("run-timeout"), repr(spec["run_seconds"])]
     if spec.get("skip_ids"):
-        ours += ["--sessionstate-skip-ids", spec["skip_ids"]]
+        ours += [flag("skip-ids"), spec["skip_ids"]]
     passthrough = len(options.pytest_args)
     args[len(args) - passthrough : len(args) - passthrough] = ours  # before the user's own
     status = int(pytest.main(args))

@@ -129,12 +129,13 @@ def fuzz_arguments(options: FuzzOptions, database: str) -> list[str]:
     own = ["fuzz", "-n", str(options.workers)]
     own += ["--dashboard", "--port", str(options.port)] if options.dashboard else ["--no-dashboard"]
     from sessionstate.conformance._harness.database import suite_rootdir
+    from sessionstate.conformance._harness.options import flag
     from sessionstate.conformance._harness.runner import suite_arguments
 
     pytest_args = [
         *suite_arguments(options.target, "fuzz", options.clauses),
         "--rootdir", suite_rootdir(),
-        "--sessionstate-database", database,
+        flag("database"), database,
     ]  # fmt: skip
     return [*own, "--", *pytest_args, *options.pytest_args]
 

@@ -25,22 +25,17 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
-__all__ = ["blob_from_notes", "command", "load_replay", "parse_blob", "short_test_id"]
+from sessionstate.conformance._harness.short_ids import short_id
+
+__all__ = ["blob_from_notes", "command", "load_replay", "parse_blob"]
 
 #: The profile ``load_replay`` registers on top of the suite's.
 REPLAY_PROFILE = "sessionstate-replay"
 
 _HINT = "You can reproduce this test case by temporarily adding @reproduce_failure("
 _HINT_END = ") as a decorator on your test function"
-
-
-def short_test_id(nodeid: str) -> str:
-    """``test_lru.py::test_x[LRU-3]`` for any rooting of the suite's node ids."""
-    path, sep, rest = nodeid.partition("::")
-    return f"{Path(path).name}{sep}{rest}"
 
 
 def parse_blob(text: str) -> tuple[str, bytes]:
@@ -67,7 +62,7 @@ def command(
         words += ["--profile", profile]
     if expectations:
         words += ["--expectations", expectations]
-    words += ["--reproduce", short_test_id(test_id)]
+    words += ["--reproduce", short_id(test_id)]
     if blob:
         words += ["--blob", blob]
     elif seed is not None:

@@ -45,7 +45,7 @@ from sessionstate.conformance._harness.applicability import (
 )
 from sessionstate.conformance._harness.expectations import Expectation, xpass_note
 from sessionstate.conformance._harness.expectations import unmatched as expectations_unmatched
-from sessionstate.conformance._harness.reproduce import short_test_id
+from sessionstate.conformance._harness.short_ids import short_id
 from sessionstate.conformance.clauses import all_clauses
 
 __all__ = ["ClauseResult", "TestRecord", "aggregate", "mark_unfinished", "results_json", "verdict"]
@@ -149,7 +149,7 @@ def _clause_result(
     elif "crashed" in kinds:
         record = first("crashed")
         result.outcome = "unchecked"
-        result.message = f"not checked to the end: {short_test_id(record.nodeid)}: {record.message}"
+        result.message = f"not checked to the end: {short_id(record.nodeid)}: {record.message}"
     elif not ran and "skipped-undeclared" in kinds:
         record = first("skipped-undeclared")
         result.outcome = "unchecked"
@@ -162,14 +162,14 @@ def _clause_result(
         record = first("unchecked")
         result.outcome = "unchecked"
         result.message = (
-            f"not checked to the end: {short_test_id(record.nodeid)} stopped at "
+            f"not checked to the end: {short_id(record.nodeid)} stopped at "
             f"{', '.join(record.failed_clauses)}'s failure"
         )
     elif kinds & {"not-checked", "not-applicable"}:
         record = first("not-checked", "not-applicable")
         result.outcome = "unchecked"
         reason = record.message.removeprefix("Skipped: ")
-        result.message = f"not checked to the end: {short_test_id(record.nodeid)}: {reason}"
+        result.message = f"not checked to the end: {short_id(record.nodeid)}: {reason}"
     elif "xfailed" in kinds:
         result.outcome, result.message = "xfailed", first("xfailed").message
     elif "xpassed" in kinds:

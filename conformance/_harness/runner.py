@@ -34,6 +34,7 @@ from sessionstate.conformance._harness.exit_policy import (
     decide,
     with_infrastructure,
 )
+from sessionstate.conformance._harness.options import flag, forwarded
 from sessionstate.conformance.clauses import all_clauses
 from sessionstate.conformance.subject import DEFAULT_TARGET, UsageError
 
@@ -396,45 +397,51 @@ def _check_specs(subject: Any) -> None:
     typed_specs(subject, "adapters", AdapterSpec)
 
 
+#: The pytest arguments of every run of the suite (``check``'s and ``fuzz``'s): the suite,
+#: our plugin, no cache.
+SUITE = (
+    "--pyargs", "sessionstate.conformance.suite",
+    "-p", "sessionstate.conformance.plugin",
+    "-p", "no:cacheprovider",
+    # The subject's module may import hypothesis before pytest starts.
+    "-W", "ignore::pytest.PytestAssertRewriteWarning",
+)  # fmt: skip
+
+
 def suite_arguments(target: str, profile: str, clauses: Sequence[str]) -> list[str]:
-    """The pytest arguments of every run of the suite (``check``'s and ``fuzz``'s): the
-    suite, our plugin, no cache, the subject, the profile and the clause selection."""
+    """``SUITE``, then the subject, the profile and the clause selection."""
     args = [
-        "--pyargs", "sessionstate.conformance.suite",
-        "-p", "sessionstate.conformance.plugin",
-        "-p", "no:cacheprovider",
-        # The subject's module may import hypothesis before pytest starts.
-        "-W", "ignore::pytest.PytestAssertRewriteWarning",
-        "--sessionstate-subject", target,
-        "--sessionstate-profile", profile,
+        *SUITE,
+        flag("subject"), target,
+        flag("profile"), profile,
     ]  # fmt: skip
     for cid in clauses:
-        args += ["--sessionstate-clause", cid]
+        args += [flag("clause"), cid]
     return args
 
 
 def pytest_arguments(options: CheckOptions, json_path: str) -> list[str]:
+    """The pytest arguments of ``check``'s run: the suite's, each option ``check`` forwards
+    under the plugin's spelling (``options.forwarded``), and what a few of them also ask of
+    pytest or Hypothesis."""
     args = [
-        *suite_arguments(options.target, options.profile, options.clauses),
+        *SUITE,
+        *forwarded(options),
         "-q", "--tb=short",
-        "--sessionstate-report-json", json_path,
+        flag("report-json"), json_path,
         # The clause table is printed below, after pytest's own summary.
-        "--sessionstate-no-summary",
+        flag("no-summary"),
     ]  # fmt: skip
-    if options.expectations:
-        args += ["--sessionstate-expectations", options.expectations]
-    if options.strict:
-        args.append("--sessionstate-strict")
     if options.database is not None:
         # Randomized, so Hypothesis reads the database, yet reproducible: each test gets
         # the seed as @seed would give it (--hypothesis-seed would turn the database off).
         from sessionstate.conformance._harness.database import suite_rootdir
 
-        seed = 0 if options.seed is None else options.seed
-        args += ["--sessionstate-database", options.database, "--rootdir", suite_rootdir()]
-        args += ["--sessionstate-seed", str(seed)]
+        args += ["--rootdir", suite_rootdir()]
+        if options.seed is None:
+            args += [flag("seed"), "0"]
     elif options.seed is not None:
-        args += ["--sessionstate-seed", str(options.seed), f"--hypothesis-seed={options.seed}"]
+        args.append(f"--hypothesis-seed={options.seed}")
     if options.exitfirst:
         args.append("-x")
     if options.workers:
@@ -444,12 +451,6 @@ def pytest_arguments(options: CheckOptions, json_path: str) -> list[str]:
     # --junitxml (one testcase per clause, in a suite named after the subject) is written
     # by _write_reports with the other reports, after the summary; pytest's own per-test
     # file stays available as `-- --junitxml=PATH`.
-    if options.devices:
-        args += ["--sessionstate-devices", ",".join(options.devices)]
-    if options.reproduce:
-        args += ["--sessionstate-reproduce", options.reproduce]
-    if options.blob:
-        args += ["--sessionstate-blob", options.blob]
     return args + options.pytest_args
 
 

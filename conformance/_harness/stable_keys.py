@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from sessionstate.conformance._harness.reproduce import short_test_id
+from sessionstate.conformance._harness.short_ids import short_id
 
 __all__ = ["StableKeys"]
 
@@ -40,4 +40,4 @@ class StableKeys:
         test = getattr(item, "obj", None)
         inner = getattr(getattr(test, "hypothesis", None), "inner_test", None)
         if inner is not None and hasattr(inner, "_hypothesis_internal_add_digest"):
-            inner._hypothesis_internal_add_digest = short_test_id(item.nodeid).encode()
+            inner._hypothesis_internal_add_digest = short_id(item.nodeid).encode()

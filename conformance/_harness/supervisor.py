@@ -66,6 +66,7 @@ from sessionstate.conformance._harness.frames import LIBRARIES, STDLIB_DIRS
 from sessionstate.conformance._harness.journal import JournalReader
 from sessionstate.conformance._harness.progress import GroupProgress
 from sessionstate.conformance._harness.runner import CheckOptions, finish_check
+from sessionstate.conformance._harness.short_ids import short_id
 from sessionstate.conformance.subject import UsageError
 
 __all__ = [
@@ -465,7 +466,7 @@ class _Run:
         for note in self.notes:
             print(f"sessionstate check: {note}", file=sys.stderr)
         for record in self.own.values():
-            print(f"sessionstate check: {_short(record['nodeid'])}: {record['message']}",
+            print(f"sessionstate check: {short_id(record['nodeid'])}: {record['message']}",
                   file=sys.stderr)  # fmt: skip
         finished = last is not None and last.files["status"].exists()
         finished = finished and last is not None and last.killed in ("", "exit")
@@ -500,12 +501,14 @@ class _Run:
             why = f"the run ended before its tests were collected ({self.phase})"
         else:
             unfinished = sorted({c for n in lost for c in self.collected[n]})
-            why = f"{len(lost)} test(s) did not run" + (f", e.g. {_short(lost[0])}" if lost else "")
+            why = f"{len(lost)} test(s) did not run" + (
+                f", e.g. {short_id(lost[0])}" if lost else ""
+            )
             if self.ran_out:
                 why = (
                     f"the run's bound of {self.run_seconds:g} s ({RUN_TIMEOUT_ENV} or the "
                     f"profile's) ran out before {len(lost)} test(s) ran"
-                    + (f", e.g. {_short(lost[0])}" if lost else "")
+                    + (f", e.g. {short_id(lost[0])}" if lost else "")
                 )
             if signum:
                 why = "interrupted before all its tests ran"
@@ -604,12 +607,6 @@ def _light_facts(target: str) -> dict[str, Any]:
             "devices_left_out": [],
         },
     }
-
-
-def _short(nodeid: str) -> str:
-    from sessionstate.conformance._harness.reproduce import short_test_id
-
-    return short_test_id(nodeid)
 
 
 def _signal_name(signum: int) -> str:

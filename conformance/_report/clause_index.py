@@ -24,17 +24,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["INDEX_PATH", "build", "load", "short_nodeid", "write"]
+from sessionstate.conformance._harness.short_ids import short_id
+
+__all__ = ["INDEX_PATH", "build", "load", "write"]
 
 INDEX_PATH = Path(__file__).resolve().with_name("clause_index.json")
 
 #: The index's layout; a reader refuses another.
 _FORMAT = 1
-
-
-def short_nodeid(nodeid: str) -> str:
-    """``.../conformance/suite/test_lru.py::t[x]`` -> ``test_lru.py::t[x]``."""
-    return nodeid.split("suite/", 1)[-1]
 
 
 class _Collector:
@@ -47,7 +44,7 @@ class _Collector:
         from sessionstate.conformance.checks import item_clauses
 
         for item in items:
-            self.tags[short_nodeid(item.nodeid)] = list(item_clauses(item))
+            self.tags[short_id(item.nodeid)] = list(item_clauses(item))
 
 
 def build() -> dict[str, list[str]]:

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from sessionstate.conformance._harness.short_ids import short_id
 from sessionstate.conformance._report import clause_index
 from sessionstate.conformance.clauses import all_clauses
 
@@ -170,10 +171,6 @@ def clause_tests() -> dict[str, list[str]]:
     return by_clause
 
 
-def _short(nodeid: str) -> str:
-    return clause_index.short_nodeid(nodeid)
-
-
 def _aimed_at(clause_id: str, nodeid: str) -> bool:
     """A case named after the clause (``[LRU-4-3]``, ``[ACCT-1]``), or a test not named
     after one whose first tag, the clause it was written for, is this one."""
@@ -199,7 +196,7 @@ def _grouped(nodeids: list[str]) -> list[str]:
     """One line per test function: its parametrized cases listed after it."""
     cases: dict[str, list[str]] = {}
     for nodeid in nodeids:
-        function, _, case = _short(nodeid).partition("[")
+        function, _, case = short_id(nodeid).partition("[")
         cases.setdefault(function, [])
         if case:
             cases[function].append(case.rstrip("]"))

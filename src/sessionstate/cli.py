@@ -13,6 +13,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from sessionstate.conformance._harness.options import add_command_options, command_values
+
 from . import __version__
 
 EXIT_USAGE = 2
@@ -38,81 +40,7 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "Report paths may be devices, FIFOs or /dev/stdout: those are written in place, "
         "files are replaced whole. Arguments after '--' go to pytest.",
     )
-    check.add_argument(
-        "target",
-        nargs="?",
-        default=None,
-        help="pkg.module:attr naming a Subject, a callable returning one, or a "
-        "manager class (default: the bundled reference)",
-    )
-    check.add_argument(
-        "--profile",
-        default="ci",
-        help="quick, ci (default), deep or triage (no shrinking)",
-    )
-    check.add_argument("--report-json", metavar="PATH", help="write the results as JSON")
-    check.add_argument("--junitxml", metavar="PATH", help="write JUnit XML, a testcase per clause")
-    check.add_argument("--markdown", metavar="PATH", help="write the summary as Markdown")
-    check.add_argument(
-        "--expectations",
-        metavar="FILE",
-        help="known failures: lines 'CLAUSE-OR-TEST-ID xfail|skip reason'",
-    )
-    check.add_argument(
-        "--strict",
-        action="store_true",
-        help="SHOULD failures fail the run (exit 1), stale expectations too (exit 2: an entry "
-        "that matched nothing, an expected failure that passed)",
-    )
-    check.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failure")
-    check.add_argument(
-        "-n",
-        dest="workers",
-        metavar="N",
-        help="run in N processes (pytest-xdist), at most 4 per CPU; 0: none, 'auto': one per CPU",
-    )
-    check.add_argument("--seed", type=int, help="run randomized with this seed")
-    check.add_argument(
-        "--clause",
-        action="append",
-        default=[],
-        metavar="ID",
-        help="run only this clause or group (repeatable): LRU-3, ACCT",
-    )
-    check.add_argument(
-        "--devices",
-        metavar="LIST",
-        # Empty names are kept, for validation to refuse: ',,,' must not mean every device.
-        type=lambda text: [name.strip() for name in text.split(",")],
-        help="allocate only on these devices, comma-separated, e.g. cpu,meta (cpu is always "
-        "kept); the devices left out are named in the header and the report",
-    )
-    check.add_argument(
-        "--reproduce",
-        metavar="TEST_ID",
-        help="run only this test, e.g. test_lru.py::test_manager_machine (a failure's "
-        "summary prints the whole command)",
-    )
-    check.add_argument(
-        "--blob",
-        metavar="VERSION:BLOB",
-        help="with --reproduce: replay this failing case (Hypothesis' @reproduce_failure)",
-    )
-    check.add_argument(
-        "--database",
-        metavar="PATH|URL",
-        help="replay every failure stored in this example database first (a directory "
-        "'sessionstate fuzz' wrote, or redis://HOST:PORT[/DB]); randomized with --seed, 0 "
-        "when not given",
-    )
-    check.add_argument("--list-clauses", action="store_true", help="list the clauses and exit")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    add_command_options(check, "check")
 
 
 def _add_fuzz(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -130,71 +58,17 @@ def _add_fuzz(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "process; 4: the example database cannot be reached or failed; 130, 143, 129: "
         "interrupted by SIGINT, SIGTERM, SIGHUP. Arguments after '--' go to pytest.",
     )
-    fuzz.add_argument(
-        "target",
-        nargs="?",
-        default=None,
-        help="pkg.module:attr naming a Subject, as for 'check' (default: the bundled reference)",
-    )
-    fuzz.add_argument(
-        "--seconds",
-        type=float,
-        default=600,
-        metavar="N",
-        help="fuzz for N seconds after the quick pass when nothing was found (default 600)",
-    )
-    fuzz.add_argument(
-        "-n",
-        dest="workers",
-        type=_positive_int,
-        default=None,
-        metavar="N",
-        help="fuzz in N processes (default: the CPUs this process may use)",
-    )
-    fuzz.add_argument(
-        "--database",
-        metavar="PATH|URL",
-        help="example database: a directory (made if missing) or redis://HOST:PORT[/DB]; "
-        "default: a directory in sessionstate's Hypothesis storage, printed at the start",
-    )
-    fuzz.add_argument(
-        "--clause",
-        action="append",
-        default=[],
-        metavar="ID",
-        help="fuzz only the tests of this clause or group (repeatable): LRU-3, ADMIT",
-    )
-    fuzz.add_argument(
-        "--strict",
-        action="store_true",
-        help="a SHOULD clause's failure fails the run too (exit 1), as for 'check --strict'",
-    )
-    fuzz.add_argument(
-        "--no-quick-pass",
-        dest="quick_pass",
-        action="store_false",
-        help="start HypoFuzz at once, without running every selected test at the quick "
-        "profile first",
-    )
-    fuzz.add_argument(
-        "--dashboard", action="store_true", help="serve HypoFuzz's live dashboard while fuzzing"
-    )
-    fuzz.add_argument(
-        "--port", type=_positive_int, default=9999, help="the dashboard's port (default 9999)"
-    )
+    add_command_options(fuzz, "fuzz")
 
 
 def _fuzz(args: argparse.Namespace, passthrough: list[str]) -> int:
     from sessionstate.conformance._harness.fuzz import FuzzOptions, run_fuzz, usable_cores
     from sessionstate.conformance.subject import DEFAULT_TARGET
 
-    workers = usable_cores() if args.workers is None else args.workers
-    options = FuzzOptions(
-        target=args.target or DEFAULT_TARGET, seconds=args.seconds, workers=workers,
-        database=args.database, clauses=args.clause, dashboard=args.dashboard, port=args.port,
-        pytest_args=passthrough, strict=args.strict, quick_pass=args.quick_pass,
-    )  # fmt: skip
-    return run_fuzz(options)
+    values = command_values(args, "fuzz")
+    values["target"] = values["target"] or DEFAULT_TARGET
+    values["workers"] = usable_cores() if values["workers"] is None else values["workers"]
+    return run_fuzz(FuzzOptions(**values, pytest_args=passthrough))
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -334,16 +208,13 @@ def _check(args: argparse.Namespace, passthrough: list[str]) -> int:
     from sessionstate.conformance._harness.supervisor import supervise
     from sessionstate.conformance.subject import DEFAULT_TARGET
 
-    if args.list_clauses:
+    values = command_values(args, "check")
+    if values.pop("list_clauses"):
         return _spec()
-    options = CheckOptions(
-        target=args.target or DEFAULT_TARGET, profile=args.profile,
-        report_json=args.report_json, junitxml=args.junitxml, markdown=args.markdown,
-        expectations=args.expectations, strict=args.strict, exitfirst=args.exitfirst,
-        workers=args.workers, seed=args.seed, clauses=args.clause, pytest_args=passthrough,
-        reproduce=args.reproduce, blob=args.blob, devices=args.devices, database=args.database,
-    )  # fmt: skip
-    return supervise(options)
+    values["target"] = values["target"] or DEFAULT_TARGET
+    if values["profile"] is None:
+        del values["profile"]  # CheckOptions' default; SESSIONSTATE_PROFILE is pytest's
+    return supervise(CheckOptions(**values, pytest_args=passthrough))
 
 
 def _spec() -> int:

@@ -284,9 +284,9 @@ def test_workers_above_the_bound() -> None:
 def test_plain_pytest_junit_on_a_full_disk_is_one_line(
     capsys: pytest.CaptureFixture[str], no_replace: None
 ) -> None:
-    from sessionstate.conformance.plugin import _write_junit
+    from sessionstate.conformance._harness.run_results import write_junit
 
-    _write_junit("/dev/full", results())
+    write_junit("/dev/full", results())
     err = capsys.readouterr().err
     assert err == (
         "sessionstate: error: --sessionstate-junitxml '/dev/full' could not be written: "
