@@ -12,7 +12,9 @@ subject with its pass), an expectations entry.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +29,7 @@ from sessionstate.conformance._harness.run_state import (
     run_state,
     suite_requested,
 )
-from sessionstate.conformance._harness.short_ids import is_suite_id, short_id
+from sessionstate.conformance._harness.short_ids import SUITE_DIR, is_suite_id, short_id
 from sessionstate.conformance.checks import item_clauses
 from sessionstate.conformance.subject import UsageError
 
@@ -63,6 +65,31 @@ class Collection:
             select_devices(names)
         except ValueError as error:
             raise pytest.UsageError(f"{source}: {error}") from None
+
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
+        """With a selection (``--sessionstate-clause``, ``--sessionstate-reproduce``), a
+        suite module holding none of the selected tests is not imported at all: every test
+        in it would be deselected, and importing it (building its cases) is time before
+        the first test. Which clauses a module's tests check is read from the stored clause
+        index (``_report.clause_index``, kept equal to what collection finds by
+        ``tests/conformance/test_clause_index.py``); a module the index does not list is
+        collected as usual, and nothing outside the suite's folder is ever ignored."""
+        if collection_path.parent != SUITE_DIR or collection_path.suffix != ".py":
+            return None
+        if RUN_STATE not in config.stash or not collection_path.name.startswith("test_"):
+            return None
+        reproduce = config.getoption(flag("reproduce"))
+        if reproduce:
+            module = reproduce.partition("::")[0]
+            return (
+                True if (SUITE_DIR / module).is_file() and module != collection_path.name else None
+            )
+        if not config.getoption(flag("clause")):
+            return None
+        checked = _clauses_by_module().get(collection_path.name)
+        if checked is None or checked & set(run_state(config)["selected"]):
+            return None
+        return True
 
     def pytest_collection_modifyitems(
         self, config: pytest.Config, items: list[pytest.Item]
@@ -123,6 +150,17 @@ class Collection:
             state["collected_ids"] = state["collected_ids"] or list(ids)
         if ids and all(is_suite_id(nodeid) for nodeid in ids):
             _freeze_what_collection_made()
+
+
+@functools.cache
+def _clauses_by_module() -> dict[str, frozenset[str]]:
+    """Suite module file name -> the clauses its tests are tagged with (the clause index)."""
+    from sessionstate.conformance._report.clause_index import load
+
+    found: dict[str, set[str]] = {}
+    for test_id, clauses in load().items():
+        found.setdefault(test_id.partition("::")[0], set()).update(clauses)
+    return {module: frozenset(clauses) for module, clauses in found.items()}
 
 
 def _mark(

@@ -4,12 +4,14 @@
 reference); ``fuzz`` runs its properties under HypoFuzz; ``spec`` lists the clauses; ``explain`` prints one clause and the
 tests that check it; ``demo`` builds a reference manager and prints stats().
 Usage errors print one line and exit 2 (so does a bare ``sessionstate``, after the
-usage); Ctrl-C exits 130, SIGTERM 143 and SIGHUP 129 (handled as Ctrl-C).
+usage); Ctrl-C exits 130, SIGTERM 143 and SIGHUP 129 (handled as Ctrl-C); output
+to a pipe whose reader has gone (``| head``) stops quietly with 141, as SIGPIPE would.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -20,6 +22,7 @@ from . import __version__
 EXIT_USAGE = 2
 EXIT_INFRASTRUCTURE = 4  # a report that could not be written (a full disk), as for check
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a writer whose reader went away
 
 
 def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -276,6 +279,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         signum = getattr(error, "signum", None)
         print("sessionstate: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED if signum is None else 128 + signum
+    except BrokenPipeError:  # `sessionstate explain X | head`: the reader has gone
+        # Python's own recipe: point stdout at devnull, so the flush at exit cannot fail.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

@@ -201,3 +201,22 @@ class TestOptions:
         assert result.stdout == ""
         assert result.stderr.startswith("usage: sessionstate")
         assert "a command is required" in result.stderr
+
+
+@pytest.mark.parametrize("command", [["explain", "ACCT-3"], ["spec"]])
+def test_a_reader_that_went_away_is_exit_141_and_no_traceback(command: list[str]) -> None:
+    """``sessionstate explain ACCT-3 | head -1``: the pipe closes under the writer."""
+    import os
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first write
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "sessionstate", *command],
+            stdout=write, stderr=subprocess.PIPE, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert "Traceback" not in run.stderr, run.stderr
+    assert run.returncode == 141, run.stderr
