@@ -33,7 +33,7 @@ def test_a_failure_fuzzed_into_redis_is_replayed_by_check(run_cli: Run, redis_ur
     assert replay.returncode == 1, replay.stdout[-3000:] + replay.stderr[-3000:]
     # Whatever program HypoFuzz stored (drops ahead of the eviction included), the MRU
     # eviction is LRU-4's: a drop is blamed only where the same misses without it evict
-    # oldest first (tests/conformance/test_model.py).
+    # oldest first (tests/conformance/test_manager.py).
     assert re.search(r"^LRU-4 +MUST +FAIL", replay.stdout, flags=re.MULTILINE), replay.stdout
     assert reuse_failures(replay.stdout, test) == 1, replay.stdout[-4000:]
     shown = [line for line in fuzz.stdout.splitlines() if line.startswith("sessionstate fuzz:")]
