@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RECORDING", "Recording", "database_faults", "merge_faults"]
 
+#: Where Hypothesis' pytest plugin finds a test's failing examples to write a patch from.
+_HYPOTHESIS_FAILING_EXAMPLES = "_hypothesis_failing_examples"
 #: The sessionstate properties of a test's last setup or call report (JSON values).
 _PROPERTIES = pytest.StashKey[list[tuple[str, str]]]()
 
@@ -128,12 +130,20 @@ class Recording:
             seconds = min(seconds, max(deadline - time.time(), margin + 0.5))
         faulthandler.dump_traceback_later(max(seconds - margin, 0.5), file=self._fault_files[0])
 
-    @pytest.hookimpl(hookwrapper=True)
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Iterator[None]:
         """Put on the report what the records are made of: the test's clauses, the ones its
-        failure names, its message, and the command that replays a failing case."""
+        failure names, its message, and the command that replays a failing case.
+
+        First, before Hypothesis' own wrapper: a suite test's failing examples are taken
+        off the item, so Hypothesis does not write a patch adding ``@example(...)`` to the
+        suite's installed test function (nothing a user edits), which imports libcst and
+        black for it, about 0.5 s at every failure; the reproduce command says how to
+        replay the case instead."""
+        if item_clauses(item):
+            item.__dict__.pop(_HYPOTHESIS_FAILING_EXAMPLES, None)
         blob = _reproduce_hint(item, call)
         outcome: Any = yield
         report = outcome.get_result()

@@ -274,6 +274,11 @@ TESTED_IN: dict[str, tuple[tuple[str, ...], str]] = {
         "_build_parser against the options table, main in process on hostile input and on "
         "`report`; the rest of tests/cli runs the console script, which names no module",
     ),
+    "fixtures.address_keyed": (
+        ("tests/zoo/test_false_positive.py",),
+        "run as a subject through `sessionstate check --clause ACCT --strict`: a correct port "
+        "keying storages by address passes every ACCT clause",
+    ),
     "fixtures.alternative_manager": (
         (
             "tests/zoo/test_false_positive.py",
@@ -398,10 +403,6 @@ UNTESTED: dict[str, str] = {
     "conformance._model.host": (
         "the host-memory oracle of ACCT-6 and ACCT-7, asked by the suite's test_acct_host.py, "
         "which tests/zoo runs against the acct_* subjects; no hand-checked test of it"
-    ),
-    "fixtures.address_keyed": (
-        "missing: a correct subject keyed by address (docs/implementers.md) that no test runs, "
-        "so nothing shows it passes"
     ),
 }
 

@@ -177,3 +177,27 @@ def test_a_run_of_other_tests_keeps_its_settings_and_header(tmp_path: Path) -> N
     header = out.stdout.split("collected")[0]
     assert "plugins:" in header  # the header was printed, without our lines
     assert "subject" not in header
+
+
+_PATCH_PROBE = """
+import sys
+
+def pytest_unconfigure(config):
+    print("PATCHING", "hypothesis.extra._patching" in sys.modules)
+"""
+
+
+def test_a_failing_suite_test_writes_no_hypothesis_patch(tmp_path: Path) -> None:
+    """Hypothesis would write a patch adding ``@example`` to the suite's own test function,
+    importing libcst and black to do it (about 0.5 s at each failure): the suite's tests
+    are not the user's to patch."""
+    (tmp_path / "patch_probe.py").write_text(_PATCH_PROBE, encoding="utf-8")
+    result = _pytest(
+        *SUITE, "-s", "-p", "patch_probe",
+        "--sessionstate-subject", "sessionstate.fixtures.zoo.env_ascii_int:subject",
+        "--sessionstate-clause", "ENV-4", "--sessionstate-profile", "quick",
+        cwd=tmp_path, env={"PYTHONPATH": str(tmp_path)},
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "PATCHING False" in result.stdout, result.stdout[-3000:]
+    assert not (tmp_path / ".hypothesis" / "patches").exists()

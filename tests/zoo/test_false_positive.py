@@ -56,3 +56,16 @@ def test_warning_through_a_non_propagating_logger_passes(run_check: Any) -> None
     assert run.report["verdict"] == "conformant", run.describe()
     env = {cid: o for cid, o in run.outcomes().items() if cid.startswith("ENV-")}
     assert env == {f"ENV-{n}": "passed" for n in range(1, 7)}, run.describe()
+
+
+def test_a_port_keying_storages_by_address_passes_accounting(run_check: Any) -> None:
+    """``sessionstate.fixtures.address_keyed`` (docs/implementers.md) keys a storage by
+    ``(device, data_ptr)``, as a C or C++ port does: exact on real hardware, so on the
+    simulated CUDA devices, which behave as a real allocator, it passes every ACCT clause."""
+    run = run_check("sessionstate.fixtures.address_keyed:subject", ["ACCT"], strict=True)
+    acct = {cid: o for cid, o in run.outcomes().items() if cid.startswith("ACCT-")}
+    assert run.report["verdict"] == "conformant", run.describe()
+    assert acct == {cid: "passed" for cid in all_clauses() if cid.startswith("ACCT-")}, (
+        run.describe()
+    )
+    assert run.returncode == 0, run.describe()

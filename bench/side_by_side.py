@@ -1,0 +1,98 @@
+"""Time to the first failure of two snapshots of the project, measured side by side.
+
+``python bench/side_by_side.py OLD_TREE NEW_TREE [--seeds 1] [--only NAME ...]``
+
+For every zoo subject both snapshots hold (same name, same target, same declared
+clauses), ``detect_one.py`` runs it once against each tree per seed, the two runs of a pair
+side by side on the two cores, so that whatever else loads the machine falls on both alike
+(the machines are shared: a median taken on another day is no baseline). Each tree is a
+``git archive`` of a commit (``tree_import``). Prints, per tree, the median over subjects
+of the seconds from process start to the first clause failure, and the ratio new/old;
+``--out FILE`` keeps every run as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).parent
+
+
+def _zoo(tree: str) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The snapshot's zoo: name -> (target, declared clauses)."""
+    code = (
+        "import json, sys, tree_import\nfrom pathlib import Path\n"
+        "tree_import.install(Path(sys.argv[1]))\n"
+        "from sessionstate.fixtures.zoo import ZOO\n"
+        "print(json.dumps({e.name: [e.target, sorted(e.kills)] for e in ZOO}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, tree], capture_output=True, text=True, cwd=HERE, check=True
+    )
+    return {
+        name: (target, tuple(kills)) for name, (target, kills) in json.loads(out.stdout).items()
+    }
+
+
+def _run(tree: str, target: str, seed: int, clauses: tuple[str, ...]) -> dict[str, Any]:
+    env = {**os.environ, "SESSIONSTATE_TREE": tree}
+    out = subprocess.run(
+        [sys.executable, str(HERE / "detect_one.py"), target, str(seed), *clauses],
+        capture_output=True, text=True, timeout=900, cwd=HERE, env=env,
+    )  # fmt: skip
+    lines = out.stdout.strip().splitlines()
+    if out.returncode != 0 or not lines:
+        return {"error": out.stderr[-500:]}
+    found: dict[str, Any] = json.loads(lines[-1])
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("old")
+    parser.add_argument("new")
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--only", action="append", default=[])
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    old, new = _zoo(args.old), _zoo(args.new)
+    names = [n for n in new if n in old and old[n] == new[n] and (not args.only or n in args.only)]
+    jobs = [
+        (tree, name, seed)
+        for name in names
+        for seed in range(1, args.seeds + 1)
+        for tree in (args.old, args.new)  # a pair: side by side on the two workers
+    ]
+    with ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(lambda j: _run(j[0], *new[j[1]][:1], j[2], new[j[1]][1]), jobs))
+    seconds: dict[str, dict[str, list[float]]] = {args.old: {}, args.new: {}}
+    for (tree, name, _seed), run in zip(jobs, runs, strict=True):
+        first = run.get("first_failure")
+        if first:
+            seconds[tree].setdefault(name, []).append(first["seconds"])
+    both = [n for n in names if n in seconds[args.old] and n in seconds[args.new]]
+    medians = {
+        tree: statistics.median(statistics.median(seconds[tree][n]) for n in both)
+        for tree in seconds
+    }
+    print(f"{len(both)} subjects found by both trees ({len(names)} in both zoos)")
+    print(f"old {args.old}: median {medians[args.old]:.3f} s to the first failure")
+    print(f"new {args.new}: median {medians[args.new]:.3f} s to the first failure")
+    print(f"ratio new/old: {medians[args.new] / medians[args.old]:.3f}")
+    if args.out:
+        records = [
+            {"tree": j[0], "name": j[1], "seed": j[2], **r} for j, r in zip(jobs, runs, strict=True)
+        ]
+        Path(args.out).write_text(json.dumps(records, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
