@@ -115,3 +115,42 @@ def test_misuse_is_one_line(run_cli, args: list[str], needle: str) -> None:
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert needle in done.stderr
     assert done.stdout == ""
+
+
+# The pieces of ``_harness.reproduce``, on their own -------------------------------------
+
+
+def test_a_blob_is_version_colon_ascii() -> None:
+    from sessionstate.conformance._harness.reproduce import parse_blob
+
+    assert parse_blob("6.170.17:AXic") == ("6.170.17", b"AXic")
+    for bad in ["", "6.170.17", ":AXic", "6.170.17:", "6.170.17:AX\u00e9"]:
+        with pytest.raises(ValueError, match="HYPOTHESIS_VERSION:BLOB"):
+            parse_blob(bad)
+
+
+def test_the_command_replays_one_test_and_quotes_what_a_shell_would_split() -> None:
+    from sessionstate.conformance._harness.reproduce import command
+
+    nodeid = "site-packages/sessionstate/conformance/suite/test_lru.py::test_x[a b]"
+    assert command("pkg:s", nodeid, "6.1:AA", profile="quick", expectations="e f.txt") == (
+        "sessionstate check pkg:s --profile quick --expectations 'e f.txt' "
+        "--reproduce 'test_lru.py::test_x[a b]' --blob 6.1:AA"
+    )
+    assert command("pkg:s", "test_lru.py::t", seed=3) == (
+        "sessionstate check pkg:s --reproduce test_lru.py::t --seed 3"
+    )
+
+
+def test_the_blob_is_read_from_hypothesis_note_and_the_note_rewritten() -> None:
+    from sessionstate.conformance._harness.reproduce import blob_from_notes
+
+    error = AssertionError("boom")
+    error.add_note("unrelated")
+    error.add_note(
+        "You can reproduce this test case by temporarily adding "
+        "@reproduce_failure('6.170.17', b'AXicY2A=') as a decorator on your test function"
+    )
+    assert blob_from_notes(error, lambda blob: f"run: {blob}") == "6.170.17:AXicY2A="
+    assert error.__notes__ == ["unrelated", "run: 6.170.17:AXicY2A="]
+    assert blob_from_notes(AssertionError("no notes")) == ""

@@ -166,11 +166,6 @@ TESTED_IN: dict[str, tuple[tuple[str, ...], str]] = {
         "CheckOptions as pytest's arguments (pytest_arguments), the -n and report-path checks, "
         "infrastructure_status's exit statuses",
     ),
-    "conformance._harness.short_ids": (
-        ("tests/plugin/test_narrow_collection.py",),
-        "only SUITE_DIR, to list the suite modules a narrow run imports; short_id is seen in the "
-        "test ids that tests/cli asserts, which name no module",
-    ),
     "conformance._harness.supervisor": (
         (
             "tests/reliability/test_supervision.py",
@@ -334,10 +329,6 @@ UNTESTED: dict[str, str] = {
         "the supervised child of every `sessionstate check` in tests/cli and tests/reliability; "
         "tests/zoo/forkserver.py imports it; no test names it"
     ),
-    "conformance._harness.collection": (
-        "the plugin's collection job, run by every plugin run (tests/plugin/test_plugin.py, "
-        "test_narrow_collection.py); no test names it"
-    ),
     "conformance._harness.fuzz_worker": (
         "loaded by the HypoFuzz workers of `sessionstate fuzz` (tests/cli/test_fuzz.py), whose "
         "counts it writes; no test names it"
@@ -357,11 +348,6 @@ UNTESTED: dict[str, str] = {
     "conformance._harness.recording": (
         "the plugin's records, read back from the JSON reports of every plugin and check run "
         "(tests/plugin, tests/cli); no test names it"
-    ),
-    "conformance._harness.reproduce": (
-        "`check --reproduce` and the printed command, run end to end by "
-        "tests/cli/test_reproduce.py and test_exit_policy.py; parse_blob and blob_from_notes "
-        "have no test of their own"
     ),
     "conformance._harness.run_state": (
         "the plugin's run state in config.stash, built by every plugin run (tests/plugin, "

@@ -68,3 +68,13 @@ def test_without_a_selection_every_module_is_collected() -> None:
     found = _collect("--sessionstate-profile", "quick")
     assert sorted(found["ids"]) == sorted(load())
     assert set(found["imported"]) == {test.partition("::")[0] for test in load()}
+
+
+def test_each_module_is_known_by_the_clauses_its_tests_check() -> None:
+    """What ``_harness.collection`` narrows by: the clause index, module by module."""
+    from sessionstate.conformance._harness.collection import _clauses_by_module
+
+    modules = _clauses_by_module()
+    assert {"ENV-1", "ENV-4"} <= modules["test_env.py"]
+    assert not any(cid.startswith("ENV-") for cid in modules["test_lru.py"])
+    assert set(modules) == {test.partition("::")[0] for test in load()}
