@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+
+from detection import run_one
 
 HERE = Path(__file__).parent
 
@@ -42,19 +42,6 @@ def _zoo(tree: str) -> dict[str, tuple[str, tuple[str, ...]]]:
     }
 
 
-def _run(tree: str, target: str, seed: int, clauses: tuple[str, ...]) -> dict[str, Any]:
-    env = {**os.environ, "SESSIONSTATE_TREE": tree}
-    out = subprocess.run(
-        [sys.executable, str(HERE / "detect_one.py"), target, str(seed), *clauses],
-        capture_output=True, text=True, timeout=900, cwd=HERE, env=env,
-    )  # fmt: skip
-    lines = out.stdout.strip().splitlines()
-    if out.returncode != 0 or not lines:
-        return {"error": out.stderr[-500:]}
-    found: dict[str, Any] = json.loads(lines[-1])
-    return found
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("old")
@@ -72,7 +59,7 @@ def main() -> None:
         for tree in (args.old, args.new)  # a pair: side by side on the two workers
     ]
     with ThreadPoolExecutor(2) as pool:
-        runs = list(pool.map(lambda j: _run(j[0], *new[j[1]][:1], j[2], new[j[1]][1]), jobs))
+        runs = list(pool.map(lambda j: run_one(new[j[1]][0], j[2], list(new[j[1]][1]), j[0]), jobs))
     seconds: dict[str, dict[str, list[float]]] = {args.old: {}, args.new: {}}
     for (tree, name, _seed), run in zip(jobs, runs, strict=True):
         first = run.get("first_failure")
