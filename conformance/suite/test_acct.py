@@ -610,6 +610,18 @@ def test_other_containers_yield_at_most_the_bound(subject: Any) -> None:
 
 
 @pytest.mark.clause("ACCT-14")
+def test_the_last_item_within_the_bound_per_container_counts(subject: Any) -> None:
+    """Every item within the bound counts: a tensor as a Sequence's 65,536th item, the last
+    one taken, counts its bytes (a walk that stops one short misses it)."""
+    accounting = accounting_of(subject)
+    t = torch.zeros(1)
+    call = "device_bytes([EndsWith(t, 65_536)], set()) with t = torch.zeros(1) its last item"
+    value = [EndsWith(t, OTHER_ITEMS)]
+    observed = within_deadline(accounting, value, set(), "ACCT-14", call, "the last within")
+    check_bytes(observed, {"cpu": 4}, "ACCT-14", call)
+
+
+@pytest.mark.clause("ACCT-14")
 def test_an_item_past_the_bound_per_container_counts_nothing(subject: Any) -> None:
     """A Sequence yields at most its first 65,536 items: a tensor as its 65,537th counts
     nothing (one more read is allowed, to find the end, but not that it counts)."""
