@@ -23,6 +23,7 @@ __all__ = [
     "add_command_options",
     "add_pytest_options",
     "command_values",
+    "env_var",
     "flag",
     "forwarded",
     "options_of",
@@ -290,6 +291,14 @@ def flag(name: str) -> str:
     if "pytest" not in option.commands:
         raise KeyError(f"{name!r} is not a pytest option")
     return option.pytest_flag
+
+
+def env_var(name: str) -> str:
+    """The variable the plugin reads for option ``name`` when it is not given."""
+    variable = _BY_NAME[name].env
+    if variable is None:
+        raise KeyError(f"{name!r} is read from no variable")
+    return variable
 
 
 def _whole(text: str) -> int:

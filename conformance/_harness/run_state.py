@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import pytest
 
-from sessionstate.conformance._harness.options import flag
+from sessionstate.conformance._harness.options import env_var, flag
 from sessionstate.conformance._harness.short_ids import SUITE_DIR
 from sessionstate.conformance.subject import DEFAULT_TARGET, UsageError
 
@@ -38,9 +38,10 @@ __all__ = [
     "suite_requested",
 ]
 
-SUBJECT_ENV = "SESSIONSTATE_SUBJECT"
-PROFILE_ENV = "SESSIONSTATE_PROFILE"
-CALL_TIMEOUT_ENV = "SESSIONSTATE_CALL_TIMEOUT"  # the same name as watchdog.TIMEOUT_ENV
+# The variables the options table names (watchdog.TIMEOUT_ENV is the last one's too).
+SUBJECT_ENV = env_var("subject")
+PROFILE_ENV = env_var("profile")
+CALL_TIMEOUT_ENV = env_var("call-timeout")
 
 
 class Configured(TypedDict):
