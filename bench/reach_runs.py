@@ -8,6 +8,9 @@ racing admission get wrong (SPEC LRU-3, LRU-4, LOCK-5, LOCK-6).
 * A *hit beside a miss at capacity*: a recorded threaded history in which a hit and a miss
   on a full table (one that evicts or is refused) overlap in real time. Whether a call was
   a hit is read from the order the linearizability search found on the reference.
+* *Newcomers racing for one slot* (admission control): a history in which a miss takes the
+  table's last free slot while a miss on another id, refused in that order, overlaps it
+  in real time: the race a room check made outside the lock loses (LOCK-6).
 
 ``tests/conformance/test_reach.py`` asserts floors under these shares;
 ``bench/reachability.py`` publishes them in BENCHMARKS.md.
@@ -33,6 +36,7 @@ __all__ = [
     "RUN_SESSIONS",
     "history_reach",
     "long_run_then_evictions",
+    "newcomers_racing_for_one_slot",
     "overlapping_hit_and_full_miss",
     "program_reach",
 ]
@@ -102,6 +106,32 @@ def overlapping_hit_and_full_miss(
     return any(a.invoked < b.returned and b.invoked < a.returned for a in hits for b in full_misses)
 
 
+def newcomers_racing_for_one_slot(calls: Sequence[Call], max_sessions: int) -> bool:
+    """Whether, with admission control, a miss admitted into the last free slot and a
+    refused miss on another id overlap in real time in ``calls``, each call classified by
+    the order the linearizability search found (``False`` if none)."""
+    verdict = linearize(calls, LruModel(max_sessions, evict_when_full=False))
+    if not verdict.linearizable:
+        return False
+    table = LruTable(max_sessions, evict_when_full=False)
+    last_slot, refused = [], []
+    for index in verdict.order:
+        call = calls[index]
+        if call.method == "get_or_create_session":
+            outcome = table.get_or_create_session(call.args[0])
+            if outcome.kind == "miss" and table.full:
+                last_slot.append(call)
+            elif outcome.kind == "refused":
+                refused.append(call)
+        elif call.method == "drop_session":
+            table.drop_session(call.args[0])
+    return any(
+        a.args != b.args and a.invoked < b.returned and b.invoked < a.returned
+        for a in last_slot
+        for b in refused
+    )
+
+
 HISTORIES: dict[str, Callable[[Any, str], list[Call]]] = {
     "LOCK-5 mixed": record_history,
     "LOCK-5 at capacity": lambda s, seed: record_capacity_history(s, seed, admission=False),
@@ -109,11 +139,13 @@ HISTORIES: dict[str, Callable[[Any, str], list[Call]]] = {
 }
 
 
-def history_reach(subject: Any, kind: str, count: int) -> tuple[int, int]:
-    """(histories with a hit beside a miss at capacity, histories recorded) of ``kind``."""
+def history_reach(subject: Any, kind: str, count: int) -> tuple[int, int, int]:
+    """(histories with a hit beside a miss at capacity, histories with newcomers racing for
+    one slot, histories recorded) of ``kind``; the second is 0 without admission control."""
     admission = kind.startswith("LOCK-6")
-    reached = 0
+    reached = racing = 0
     for n in range(count):
         calls = HISTORIES[kind](subject, f"reach/{kind}/{n}")
         reached += overlapping_hit_and_full_miss(calls, MAX_SESSIONS, admission)
-    return reached, count
+        racing += admission and newcomers_racing_for_one_slot(calls, MAX_SESSIONS)
+    return reached, racing, count

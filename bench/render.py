@@ -127,20 +127,29 @@ def inputs_section(inputs: dict[str, Any]) -> list[str]:
 
 def runs_section(runs: dict[str, Any]) -> list[str]:
     """How often LRU programs hold long runs of hits then evictions, and threaded histories
-    a hit beside a miss at capacity (bench/reach_runs.py)."""
+    a hit beside a miss at capacity or (admission control) newcomers racing for one slot
+    (bench/reach_runs.py)."""
 
     def share(pair: list[int]) -> str:
         return f"{pair[0]}/{pair[1]} ({100 * pair[0] / max(pair[1], 1):.0f} %)"
 
     lines = ["", "## Reachability of long runs and races at capacity", "",
              "LRU programs (against the reference) holding 16 hits on at most 3 sessions, then "
-             "2 evictions; threaded histories in which a hit and a miss on a full table overlap "
-             "(`python bench/reachability.py`, `bench/reach_runs.py`):", "",
+             "2 evictions; threaded histories in which a hit and a miss on a full table overlap, "
+             "and (admission control) in which a miss takes the last free slot while a refused "
+             "miss on another id overlaps it (`python bench/reachability.py`, "
+             "`bench/reach_runs.py`):", "",
              "| profile | machine | programs reaching |", "|---|---|---|"]  # fmt: skip
     for profile, machines in runs.get("programs", {}).items():
         lines += [f"| {profile} | {name} | {share(pair)} |" for name, pair in machines.items()]
-    lines += ["", "| histories | reaching |", "|---|---|"]
-    lines += [f"| {kind} | {share(pair)} |" for kind, pair in runs.get("histories", {}).items()]
+    lines += ["", "| histories | a hit beside a miss at capacity | newcomers racing for one slot |",
+              "|---|---|---|"]  # fmt: skip
+    for kind, counts in runs.get("histories", {}).items():
+        *reached, total = counts  # (hit beside miss[, racing newcomers], recorded)
+        racing = (
+            share([reached[1], total]) if len(reached) > 1 and kind.startswith("LOCK-6") else ""
+        )
+        lines.append(f"| {kind} | {share([reached[0], total])} | {racing} |")
     return lines
 
 

@@ -14,10 +14,11 @@ make that observable:
   LOCK-3) or lets the holder through (``reentry="allow"``, so the checks of
   other clauses are not masked by a LOCK-3 bug).
 
-For the concurrent clauses (LOCK-4, LOCK-5), three race amplifiers: the lock
+For the concurrent clauses (LOCK-4, LOCK-5, LOCK-6), four race amplifiers: the lock
 can yield the GIL after each release, ``perturbed`` makes a thread yield at
-random calls inside the subject, and ``fast_switching`` shortens the switch
-interval. None changes what the subject computes, only when threads switch.
+random calls inside the subject, ``fast_switching`` shortens the switch
+interval, and a ``Gate`` holds each thread at the lock's door until the others have
+reached it too. None changes what the subject computes, only when threads switch.
 
 The steps the LOCK tests are made of live here too: ``perform`` and ``invoke`` (one
 call, as a pipeline makes it), ``run_sequentially`` (calls checked against ``LruModel``),
@@ -53,6 +54,7 @@ from sessionstate.conformance.strategies import TRICKY_SESSION_IDS
 __all__ = [
     "CONTEXT_ONLY",
     "COUNTING",
+    "GATE_SECONDS",
     "KEYS",
     "LOCK4_CALLS",
     "LOCK4_KEYS",
@@ -65,6 +67,7 @@ __all__ = [
     "RACING",
     "YIELD_PROBABILITY",
     "CountingFactory",
+    "Gate",
     "LockReentered",
     "RecordingLock",
     "Reentry",
@@ -125,6 +128,72 @@ class CountingFactory:
         return lock
 
 
+#: How long a thread waits at a ``Gate`` for the others before the gate opens for good.
+GATE_SECONDS = 0.2
+
+
+class Gate:
+    """Holds each of ``parties`` threads at the lock's door until every other one has
+    joined and is at the door too, past it (queued on the mutex or inside), or done.
+
+    A check made before the lock is taken and trusted inside it (SPEC LOCK-5, LOCK-6)
+    goes wrong only when another thread's call lands between the check and the lock.
+    Under the GIL that takes a thread switch inside a window a few bytecodes wide, which
+    a loaded machine makes rarer still. At the door, every participant has made its
+    check before any of them enters: the window is open every time, whatever the load.
+
+    The gate only delays; it never fails anything. A participant that does not come
+    (blocked on a lock of the subject's own that a waiting thread holds) is waited for
+    ``seconds``; then the gate opens for good, and the history runs as it would without it.
+    """
+
+    def __init__(self, parties: int, seconds: float = GATE_SECONDS) -> None:
+        self._seconds = seconds
+        self._changed = threading.Condition(threading.Lock())
+        self._unjoined = parties  # a participant not started yet is on its way too
+        self._members: set[int] = set()
+        self._running: set[int] = set()  # members neither at the door nor past it
+        self.opened = False
+
+    def join(self) -> None:
+        """The calling thread takes part from now on (one of the ``parties``)."""
+        me = threading.get_ident()
+        with self._changed:
+            self._unjoined -= 1
+            self._members.add(me)
+            self._running.add(me)
+
+    def leave(self) -> None:
+        """The calling thread is done: no one waits for it any more."""
+        me = threading.get_ident()
+        with self._changed:
+            self._members.discard(me)
+            self._running.discard(me)
+            self._changed.notify_all()
+
+    def arrive(self) -> None:
+        """At the door: wait until no other participant is still on its way to it."""
+        me = threading.get_ident()
+        with self._changed:
+            if me not in self._running:
+                return  # not a participant (or already past the door)
+            self._running.discard(me)
+            self._changed.notify_all()
+            if not self._changed.wait_for(self._all_there, self._seconds):
+                self.opened = True
+                self._changed.notify_all()
+
+    def _all_there(self) -> bool:
+        return self.opened or not (self._running or self._unjoined > 0)
+
+    def depart(self) -> None:
+        """Out of the lock again: on the way to the door, if a participant."""
+        me = threading.get_ident()
+        with self._changed:
+            if me in self._members:
+                self._running.add(me)
+
+
 class RecordingLock:
     """A non-reentrant mutex usable only as ``with lock:``, that records how it is used.
 
@@ -133,11 +202,13 @@ class RecordingLock:
     With ``yield_after_release=True`` the lock gives up the GIL right after each
     release, so other threads tend to run exactly between two of the
     subject's critical sections: the window a split check-then-act leaves
-    open (SPEC LOCK-4, LOCK-5).
+    open (SPEC LOCK-4, LOCK-5). With a ``gate``, a thread first waits at its door
+    (``Gate.arrive``) and is on its way again after the release (``Gate.depart``).
     """
 
     __slots__ = (
         "_depth",
+        "_gate",
         "_mutex",
         "_owner",
         "_reentry",
@@ -148,9 +219,14 @@ class RecordingLock:
     )
 
     def __init__(
-        self, *, reentry: Literal["raise", "allow"] = "raise", yield_after_release: bool = False
+        self,
+        *,
+        reentry: Literal["raise", "allow"] = "raise",
+        yield_after_release: bool = False,
+        gate: Gate | None = None,
     ) -> None:
         self._mutex = threading.Lock()
+        self._gate = gate
         self._owner: int | None = None
         self._depth = 0
         self._reentry = reentry
@@ -161,10 +237,15 @@ class RecordingLock:
 
     @classmethod
     def factory(
-        cls, *, reentry: Literal["raise", "allow"] = "raise", yield_after_release: bool = False
+        cls,
+        *,
+        reentry: Literal["raise", "allow"] = "raise",
+        yield_after_release: bool = False,
+        gate: Gate | None = None,
     ) -> Callable[[], RecordingLock]:
-        """A ``lock_factory`` building ``RecordingLock(reentry=..., yield_after_release=...)``."""
-        return lambda: cls(reentry=reentry, yield_after_release=yield_after_release)
+        """A ``lock_factory`` building ``RecordingLock(reentry=..., yield_after_release=...,
+        gate=...)``; every lock it builds shares the one ``gate``."""
+        return lambda: cls(reentry=reentry, yield_after_release=yield_after_release, gate=gate)
 
     @property
     def held(self) -> bool:
@@ -178,6 +259,8 @@ class RecordingLock:
             self._depth += 1
             self.enters += 1
             return
+        if self._gate is not None:
+            self._gate.arrive()
         self._mutex.acquire()
         self._owner, self._depth = me, 1
         self.enters += 1
@@ -191,6 +274,8 @@ class RecordingLock:
             return
         self._owner = None
         self._mutex.release()
+        if self._gate is not None:
+            self._gate.depart()
         if self._yield:
             time.sleep(0)
 
@@ -375,11 +460,12 @@ def check_no_reentry(factory: CountingFactory, text: str) -> None:
             )
 
 
-def racing() -> Callable[[], RecordingLock]:
+def racing(gate: Gate | None = None) -> Callable[[], RecordingLock]:
     # A mutex that yields the GIL after each critical section: other threads
     # then run exactly in the gaps a split check-then-act leaves open. Re-entry
-    # is let through, so a LOCK-3 bug cannot mask these clauses.
-    return RecordingLock.factory(reentry="allow", yield_after_release=True)
+    # is let through, so a LOCK-3 bug cannot mask these clauses. With a gate,
+    # threads also meet at its door (``Gate``).
+    return RecordingLock.factory(reentry="allow", yield_after_release=True, gate=gate)
 
 
 #: Share of the subject's function calls at which a LOCK-4/5 thread yields the GIL.

@@ -11,8 +11,11 @@ free slot. These histories fill the table first, then run several threads of mos
 ``get_or_create_session`` on one id more than the table holds, with a few ``in``, ``len``
 and drops, so hits refresh, misses evict (or are refused) and slots free up inside one
 another's intervals. They use the race amplifiers of the other concurrent checks
-(``lock.racing``, ``lock.perturbed``, ``lock.fast_switching``); nothing here is new
-machinery, only where the calls land.
+(``lock.racing``, ``lock.perturbed``, ``lock.fast_switching``), and a ``lock.Gate`` at the
+lock's door: the threads meet there before any of them enters, so a check made before the
+lock and trusted inside it is stale whenever another thread's call could make it so,
+whatever the machine's load (a loaded machine rarely switches threads inside a window a
+few bytecodes wide).
 
 With admission control on, a ``get_or_create_session`` that raises is recorded as
 ``REFUSED``: the model accepts it only where a sequential order refuses too. Whether the
@@ -31,6 +34,7 @@ from sessionstate.conformance._harness.watchdog import InFlight, run_threads_wit
 from sessionstate.conformance._machine.lock import (
     MAX_SESSIONS,
     YIELD_PROBABILITY,
+    Gate,
     fail,
     fast_switching,
     perform,
@@ -73,13 +77,25 @@ def _pick(rnd: random.Random) -> tuple[str, tuple[str, ...]]:
     return method, () if method == "len" else (rnd.choice(HOT_KEYS),)
 
 
-def capacity_scripts(seed: str) -> tuple[Script, list[Script]]:
-    """(the setup that fills the table, one script per thread: 3-4 threads of 3-5 calls)."""
+def capacity_scripts(seed: str, *, admission: bool = False) -> tuple[Script, list[Script]]:
+    """(the setup, one script per thread: 3-4 threads of 3-5 calls).
+
+    The setup fills the table. With ``admission`` it then drops one of its sessions, so
+    one slot is free and two ids are absent, and the first two threads open with a miss
+    on each: two newcomers race for the one slot (both admitted is LOCK-6's bug). The
+    rest is drawn from ``CAPACITY_MIX``, so later misses find the table full, or a slot
+    a drop freed.
+    """
     rnd = random.Random(seed)
-    setup: Script = [
-        ("get_or_create_session", (key,)) for key in rnd.sample(HOT_KEYS, MAX_SESSIONS)
-    ]
+    filled = rnd.sample(HOT_KEYS, MAX_SESSIONS)
+    setup: Script = [("get_or_create_session", (key,)) for key in filled]
     scripts = [[_pick(rnd) for _ in range(rnd.randint(3, 5))] for _ in range(rnd.randint(3, 4))]
+    if admission:
+        dropped = rnd.choice(filled)
+        setup.append(("drop_session", (dropped,)))
+        absent = [dropped, *(key for key in HOT_KEYS if key not in filled)]
+        for script, key in zip(scripts, absent, strict=False):
+            script[0] = ("get_or_create_session", (key,))
     return setup, scripts
 
 
@@ -99,17 +115,24 @@ def _worker(
     manager: Any,
     recorder: Recorder,
     script: Script,
+    gate: Gate | None = None,
 ) -> Callable[[], None]:
     def work() -> None:
-        for method, args in script:
-            run = functools.partial(calls, manager, method, args)
-            try:
-                recorder.call(method, args, run)
-            except Exception as error:
-                name = threading.current_thread().name
-                raise ClauseFailure(
-                    clause, f"{call_text(method, args)} raised {error!r} in {name}"
-                ) from error
+        if gate is not None:
+            gate.join()
+        try:
+            for method, args in script:
+                run = functools.partial(calls, manager, method, args)
+                try:
+                    recorder.call(method, args, run)
+                except Exception as error:
+                    name = threading.current_thread().name
+                    raise ClauseFailure(
+                        clause, f"{call_text(method, args)} raised {error!r} in {name}"
+                    ) from error
+        finally:
+            if gate is not None:
+                gate.leave()
 
     return work
 
@@ -118,12 +141,13 @@ def record_capacity_history(subject: Any, seed: str, *, admission: bool) -> list
     """Fill a manager of ``MAX_SESSIONS`` (refusing when full if ``admission``), then run
     ``capacity_scripts(seed)`` in threads; every call recorded."""
     clause = "LOCK-6" if admission else "LOCK-5"
-    setup, scripts = capacity_scripts(seed)
+    setup, scripts = capacity_scripts(seed, admission=admission)
+    gate = Gate(len(scripts))
     keywords = {"evict_when_full": False} if admission else {}
     shown = ", evict_when_full=False" if admission else ""
     with calling(clause, f"make_manager(max_sessions={MAX_SESSIONS}{shown}, lock_factory=...)"):
         manager = subject.make_manager(
-            max_sessions=MAX_SESSIONS, byte_budget=None, lock_factory=racing(), **keywords
+            max_sessions=MAX_SESSIONS, byte_budget=None, lock_factory=racing(gate), **keywords
         )
     calls = perform_admitting if admission else perform
     recorder, inflight = Recorder(), InFlight()
@@ -133,7 +157,7 @@ def record_capacity_history(subject: Any, seed: str, *, admission: bool) -> list
     with fast_switching():
         workers = [
             perturbed(
-                _worker(clause, calls, manager, recorder, s), f"{seed}/{i}", YIELD_PROBABILITY
+                _worker(clause, calls, manager, recorder, s, gate), f"{seed}/{i}", YIELD_PROBABILITY
             )
             for i, s in enumerate(scripts)
         ]

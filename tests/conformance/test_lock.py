@@ -19,6 +19,7 @@ from sessionstate.conformance._harness.watchdog import Hang, InFlight, Watchdog,
 from sessionstate.conformance._machine.acct import within_deadline
 from sessionstate.conformance._machine.lock import (
     CountingFactory,
+    Gate,
     LockReentered,
     RecordingLock,
     fast_switching,
@@ -109,6 +110,136 @@ class TestRecordingLock:
         assert first is not second
         in_a_thread(first)
         assert first.enters == 2
+
+
+def _members(gate: Gate, *works: Any) -> list[str]:
+    """Run each of ``works`` (a function of the log) in a thread that is a member of
+    ``gate``; the log they wrote."""
+    log: list[str] = []
+
+    def member(work: Any) -> Any:
+        def run() -> None:
+            gate.join()
+            try:
+                work(log)
+            finally:
+                gate.leave()
+
+        return run
+
+    errors = run_threads_within("LOCK-6", [member(work) for work in works], InFlight())
+    assert not errors, errors
+    return log
+
+
+class TestGate:
+    """``Gate``: no member passes the door while another is still on its way to it."""
+
+    def test_no_member_passes_before_the_others_have_arrived(self) -> None:
+        gate = Gate(2, seconds=30)
+
+        def first(log: list[str]) -> None:
+            gate.arrive()
+            log.append("first passed")
+
+        def second(log: list[str]) -> None:
+            threading.Event().wait(0.1)  # the first is at the door by now
+            log.append("second arrives")
+            gate.arrive()
+
+        assert _members(gate, first, second) == ["second arrives", "first passed"]
+        assert not gate.opened
+
+    def test_a_party_not_started_yet_is_waited_for(self) -> None:
+        gate, log = Gate(2, seconds=30), []
+
+        def early() -> None:
+            gate.join()
+            gate.arrive()
+            log.append("early passed")
+            gate.leave()
+
+        def late() -> None:
+            threading.Event().wait(0.1)
+            log.append("late joins")
+            gate.join()
+            gate.leave()
+
+        assert not run_threads_within("LOCK-6", [early, late], InFlight())
+        assert log == ["late joins", "early passed"]
+
+    def test_a_member_that_leaves_is_not_waited_for(self) -> None:
+        gate = Gate(2, seconds=30)
+
+        def waits(log: list[str]) -> None:
+            gate.arrive()
+            log.append("passed")
+
+        def leaves(log: list[str]) -> None:
+            threading.Event().wait(0.1)
+            log.append("left")
+
+        assert _members(gate, waits, leaves) == ["left", "passed"]
+
+    def test_a_member_back_from_the_lock_is_on_its_way_again(self) -> None:
+        gate = Gate(2, seconds=30)
+        through = threading.Event()
+
+        def twice(log: list[str]) -> None:
+            gate.arrive()
+            gate.depart()  # out of the lock: the other must wait for this one again
+            through.set()
+            threading.Event().wait(0.1)
+            log.append("back at the door")
+            gate.arrive()
+
+        def once(log: list[str]) -> None:
+            gate.arrive()
+            through.wait(30)
+            gate.arrive()  # a second section: the other is on its way
+            log.append("passed again")
+
+        log = _members(gate, twice, once)
+        assert log == ["back at the door", "passed again"], log
+
+    def test_a_member_that_never_comes_opens_the_gate_for_good(self) -> None:
+        gate, stuck = Gate(2, seconds=0.05), threading.Event()
+
+        def waits(log: list[str]) -> None:
+            gate.arrive()
+            log.append("passed")
+            stuck.set()
+
+        def never_arrives(log: list[str]) -> None:
+            stuck.wait(30)
+
+        assert _members(gate, waits, never_arrives) == ["passed"]
+        assert gate.opened
+        gate.join()
+        gate.arrive()  # an open gate holds no one
+
+    def test_a_thread_that_is_not_a_member_passes_at_once(self) -> None:
+        gate = Gate(1, seconds=30)
+        gate.arrive()
+        gate.depart()
+        assert not gate.opened
+
+    def test_a_lock_with_a_gate_meets_it_at_the_door_and_not_on_reentry(self) -> None:
+        class Counting(Gate):
+            def __init__(self) -> None:
+                super().__init__(1)
+                self.seen: list[str] = []
+
+            def arrive(self) -> None:
+                self.seen.append("arrive")
+
+            def depart(self) -> None:
+                self.seen.append("depart")
+
+        gate = Counting()
+        lock = RecordingLock(reentry="allow", gate=gate)
+        in_a_thread(lock)  # outer enters, inner re-enters
+        assert gate.seen == ["arrive", "depart"]
 
 
 class TestPerturbed:

@@ -569,8 +569,16 @@ def row_line(group: str) -> str:
             check_machines,
             ", `lock_capacity.py` (threads at capacity)",
             "",
-            "LOCK: LOCK-6 is named by ['lock_capacity.py'], none of them in the row",
+            "LOCK: lock_capacity.py names its clauses in code (a blame home), but the row "
+            "does not name it",
             id="machine-missing",
+        ),
+        pytest.param(
+            check_machines,
+            "`lock.py` (the injected lock), `lock_capacity.py` (threads at capacity)",
+            "`manager.py` (the sessions it hands out)",
+            "LOCK: LOCK-6 is named by ['lock.py', 'lock_capacity.py'], none of them in the row",
+            id="machines-all-missing",
         ),
         pytest.param(
             check_machines,

@@ -6,7 +6,9 @@ check --clause LOCK`` for the reference and an independent correct design: no LO
 may fail (a pass, or unchecked as "too slow to judge" / "stopped for time", exit 0 or 3).
 Under the same hog the zoo's design whose ``stats()`` waits for a helper forever still fails
 LOCK-3 by its deadline (the re-entrant one, caught without a clock, is
-tests/plugin/test_deadlines.py's). Each test prints the load average at the end of the runs
+tests/plugin/test_deadlines.py's), and the one that checks for room before taking its lock
+still fails LOCK-6: its race is forced at the lock's door (``lock.Gate``), not left to
+the scheduler, which a loaded machine makes slower to switch. Each test prints the load average at the end of the runs
 (``-s`` shows it; the JUnit file keeps it as a property).
 """
 
@@ -44,6 +46,7 @@ CORRECT = [
 DEADLOCKING = [
     "sessionstate.fixtures.zoo.lock_stats_waits_for_helper:subject",
 ]
+RACING = {"sessionstate.fixtures.zoo.lock_admission_checked_outside:subject": "LOCK-6"}
 #: How a clause may end under load without being judged: never failed.
 NOT_JUDGED = ("too slow to judge", "stopped for time", "the run's bound")
 
@@ -66,7 +69,7 @@ def under_hog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
     ]
     try:
         folder = tmp_path_factory.mktemp("under-hog")
-        runs = {target: _start(folder, target) for target in (*CORRECT, *DEADLOCKING)}
+        runs = {target: _start(folder, target) for target in (*CORRECT, *DEADLOCKING, *RACING)}
         done = {target: _finish(*run) for target, run in runs.items()}
         yield {"load": f"{os.getloadavg()[0]:.1f} at the end", **done}
     finally:
@@ -127,6 +130,19 @@ def test_a_deadlocking_design_still_fails_lock3_under_a_cpu_hog(
     assert "did not return within 5.0 s (deadlock?)" in lock3["message"] or (
         "nested lock entries" in lock3["message"]
     ), lock3
+
+
+@pytest.mark.parametrize("target", RACING)
+def test_a_racing_design_still_fails_its_clause_under_a_cpu_hog(
+    under_hog: dict[str, Any], target: str, record_property: Any
+) -> None:
+    status, output, report = under_hog[target]
+    assert report, output
+    _note(record_property, "load_average", under_hog["load"])
+    assert status == 1, output
+    clause = report["clauses"][RACING[target]]
+    assert clause["outcome"] == "failed", clause
+    assert "no order of history" in clause["message"], clause
 
 
 def _note(record: Any, name: str, value: object) -> None:
