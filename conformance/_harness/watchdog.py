@@ -37,8 +37,8 @@ without returning to the interpreter): the handler runs at the next bytecode.
 
 ``run_threads_within`` bounds the multi-threaded LOCK checks: there the subject
 runs in threads of the test's own, which the timer does not watch; past its deadline it
-tells blocked threads (a failure) from threads still running (waited for, then
-``TooSlow``) the same way.
+tells blocked threads (``Hang``, for the test's clause) from threads still running
+(waited for, then ``TooSlow``) the same way.
 
 A test may also have a budget (``Watchdog(budget=...)``: its share of the run's bound,
 ``bounds.run_bound``): once it is spent, the next tick in subject code raises ``OutOfTime``
@@ -62,7 +62,6 @@ from types import CodeType, FrameType, TracebackType
 from typing import Any
 
 from sessionstate.conformance._harness.frames import CONFORMANCE_DIR, SUBJECT, SUITE, kind_of
-from sessionstate.conformance.checks import check
 
 __all__ = [
     "BLOCKED_SECONDS",
@@ -569,10 +568,12 @@ def run_threads_within(
     caller can report what escaped. Workers mark their subject calls with
     ``inflight.call(...)``; if any thread is still running after ``seconds``
     (one deadline for all), the threads left are watched: once every one of them has
-    sat still (frame unmoved, no CPU) for ``BLOCKED_SECONDS``, ``clause`` fails naming
-    the calls in progress; while any still computes they are waited for, up to
+    sat still (frame unmoved, no CPU) for ``BLOCKED_SECONDS``, ``Hang`` fails ``clause``
+    naming the calls in progress; while any still computes they are waited for, up to
     ``CONFIRM_FACTOR`` deadlines times ``load_factor()``, and then ``TooSlow`` is
-    raised: a loaded machine is not a deadlock. A stuck thread cannot be interrupted:
+    raised: a loaded machine is not a deadlock. Blocked threads raise ``Hang`` for
+    ``clause``: like a sequential call's hang, it ends the test at once, unshrunk (every
+    replay of a deadlock would cost the deadline again). A stuck thread cannot be interrupted:
     it is abandoned (a daemon, it never blocks the interpreter's exit) and holds only
     the subject's own lock.
     """
@@ -603,12 +604,11 @@ def run_threads_within(
     if any(thread.is_alive() for thread in threads):
         _confirm_blocked(threads, started, confirm, inflight, min(seconds, BLOCKED_SECONDS))
     stuck = [thread.name for thread in threads if thread.is_alive()]
-    check(
-        not stuck,
-        clause,
-        f"{'; '.join(inflight.pending()) or ', '.join(stuck)} did not return within "
-        f"{float(seconds)} s (deadlock?)",
-    )
+    if stuck:
+        pending = "; ".join(inflight.pending()) or ", ".join(stuck)
+        raise Hang(
+            clause, pending, f"{pending} did not return within {float(seconds)} s (deadlock?) [{clause}]"
+        )
     return errors
 
 

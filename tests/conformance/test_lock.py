@@ -284,7 +284,7 @@ class TestThreadsWithin:
             with inflight.call("stats()"):
                 release.wait()
 
-        with pytest.raises(ClauseFailure) as caught:
+        with pytest.raises(Hang) as caught:
             run_threads_within("LOCK-4", [lambda: None, stuck], inflight, seconds=0.2)
         release.set()
         assert str(caught.value) == (
