@@ -44,9 +44,9 @@ SLOW = """
             return super().__len__()
 
     class QuadraticStats(SessionStateManager):
-        # Correct; stats() computes for 4 s per session held (a stand-in for O(n^2)).
+        # Correct; stats() computes for 2 s per session held (a stand-in for O(n^2)).
         def stats(self):
-            until = time.monotonic() + 4.0 * super().__len__()
+            until = time.monotonic() + 2.0 * super().__len__()
             while time.monotonic() < until:
                 pass
             return super().stats()
@@ -82,7 +82,7 @@ def _no_clause_failed(report: dict[str, Any]) -> None:
 
 def test_every_call_slow_ends_unchecked_inside_the_run_bound(tmp_path: Path) -> None:
     """50 ms a call: the tests stop for time, later ones do not start; exit 3 by the bound."""
-    bound = 30
+    bound = 15
     done, report, elapsed = _run(
         tmp_path, "slow:every_call", bound, "--clause", "LRU", "--clause", "STATS"
     )
@@ -105,10 +105,10 @@ def test_every_call_slow_ends_unchecked_inside_the_run_bound(tmp_path: Path) -> 
 def test_one_quadratic_call_is_too_slow_to_judge_never_a_failure(tmp_path: Path) -> None:
     """stats() computes for seconds: past the call deadline it is still computing, so it is
     waited for and then judged too slow (or the test's share runs out), never LOCK-3."""
-    bound = 50
+    bound = 20
     done, report, elapsed = _run(
         tmp_path, "slow:quadratic", bound, "--clause", "STATS-1",
-        SESSIONSTATE_CALL_TIMEOUT="1",
+        SESSIONSTATE_CALL_TIMEOUT="0.5",
     )  # fmt: skip
     assert done.returncode == 3, (done.stdout[-3000:], done.stderr[-3000:])
     _no_clause_failed(report)
