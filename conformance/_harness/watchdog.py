@@ -607,7 +607,9 @@ def run_threads_within(
     if stuck:
         pending = "; ".join(inflight.pending()) or ", ".join(stuck)
         raise Hang(
-            clause, pending, f"{pending} did not return within {float(seconds)} s (deadlock?) [{clause}]"
+            clause,
+            pending,
+            f"{pending} did not return within {float(seconds)} s (deadlock?) [{clause}]",
         )
     return errors
 
