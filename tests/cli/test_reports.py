@@ -2,7 +2,7 @@
 
 One selection of upstream_like gives every outcome a report shows: RESET-2 and ACCT-3 fail,
 ACCT-9 is xfailed by an expectation, ACCT-12 is not checked to the end (its test stops at
-ACCT-9), LOCK-4 is skipped for a capability, KEY-1 passes.
+ACCT-9), LOST-1 is skipped for a capability, KEY-1 passes.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from sessionstate.conformance._report.junit import to_junit_xml
 from sessionstate.conformance._report.terminal import clip, table_lines
 
 UPSTREAM = "sessionstate.fixtures.upstream_like:subject"
-SELECTION = ["ACCT-3", "ACCT-9", "ACCT-12", "LOCK-4", "RESET-2", "KEY-1"]
+SELECTION = ["ACCT-3", "ACCT-9", "ACCT-12", "LOST-1", "RESET-2", "KEY-1"]
 EXPECTATIONS = "ACCT-9 xfail sparse storages are opaque upstream\n"
 SUITE = ["--pyargs", "sessionstate.conformance.suite", "-p", "no:cacheprovider"]
 
@@ -97,7 +97,7 @@ def test_check_junitxml_has_one_testcase_per_clause(run_cli, tmp_path: Path) -> 
     cases = _check_junit(tmp_path / "r/junit.xml", results)
     assert {cid: results["clauses"][cid]["outcome"] for cid in SELECTION} == {
         "ACCT-3": "failed", "ACCT-9": "xfailed", "ACCT-12": "unchecked",
-        "LOCK-4": "skipped", "RESET-2": "failed", "KEY-1": "passed",
+        "LOST-1": "skipped", "RESET-2": "failed", "KEY-1": "passed",
     }  # fmt: skip
     failure = cases["ACCT-3"].find("failure")
     assert failure.get("type") == "MUST clause failed"
@@ -108,7 +108,7 @@ def test_check_junitxml_has_one_testcase_per_clause(run_cli, tmp_path: Path) -> 
     assert xfailed == "xfailed: expected: sparse storages are opaque upstream"
     assert result.stdout.count("verdict: NON-CONFORMANT") == 1
     assert "sessionstate: upstream-like is" not in result.stdout  # the plugin's copy
-    assert _rows(result.stdout) == ["RESET-2", "ACCT-3", "ACCT-12", "KEY-1", "ACCT-9", "LOCK-4"]
+    assert _rows(result.stdout) == ["RESET-2", "ACCT-3", "ACCT-12", "KEY-1", "ACCT-9", "LOST-1"]
 
 
 def test_plain_pytest_gets_the_table_and_both_junit_files(tmp_path: Path) -> None:
@@ -126,9 +126,9 @@ def test_plain_pytest_gets_the_table_and_both_junit_files(tmp_path: Path) -> Non
     _check_junit(tmp_path / "clauses.xml", results)
     assert result.stdout.count("sessionstate: upstream-like is non-conformant") == 1
     assert result.stdout.count("verdict: NON-CONFORMANT") == 1
-    assert _rows(result.stdout) == ["RESET-2", "ACCT-3", "ACCT-12", "KEY-1", "ACCT-9", "LOCK-4"]
-    skip_row = next(line for line in result.stdout.splitlines() if line.startswith("LOCK-4 "))
-    assert skip_row.endswith("LOCK-4 needs capability 'threadsafe', which subject 'upstream-like' does not declare")  # fmt: skip
+    assert _rows(result.stdout) == ["RESET-2", "ACCT-3", "ACCT-12", "KEY-1", "ACCT-9", "LOST-1"]
+    skip_row = next(line for line in result.stdout.splitlines() if line.startswith("LOST-1 "))
+    assert skip_row.endswith("LOST-1 needs capability 'require_session', which subject 'upstream-like' does not declare")  # fmt: skip
     own = ET.parse(tmp_path / "tests.xml").getroot()
     assert own.find("testsuite").get("name") == "pytest"
     case = next(
