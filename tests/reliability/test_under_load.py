@@ -121,12 +121,7 @@ def test_a_correct_design_never_fails_lock_under_a_cpu_hog(
 def test_a_deadlocking_design_still_fails_lock3_under_a_cpu_hog(
     under_hog: dict[str, Any], target: str, record_property: Any
 ) -> None:
-    status, output, report = under_hog[target]
-    assert report, output
-    _note(record_property, "load_average", under_hog["load"])
-    assert status == 1, output
-    lock3 = report["clauses"]["LOCK-3"]
-    assert lock3["outcome"] == "failed", lock3
+    lock3 = _failed(under_hog, target, "LOCK-3", record_property)
     assert "did not return within 5.0 s (deadlock?)" in lock3["message"] or (
         "nested lock entries" in lock3["message"]
     ), lock3
@@ -136,13 +131,21 @@ def test_a_deadlocking_design_still_fails_lock3_under_a_cpu_hog(
 def test_a_racing_design_still_fails_its_clause_under_a_cpu_hog(
     under_hog: dict[str, Any], target: str, record_property: Any
 ) -> None:
+    clause = _failed(under_hog, target, RACING[target], record_property)
+    assert "no order of history" in clause["message"], clause
+
+
+def _failed(
+    under_hog: dict[str, Any], target: str, clause: str, record_property: Any
+) -> dict[str, Any]:
+    """``clause``'s record in ``target``'s report, which must have failed it (exit 1)."""
     status, output, report = under_hog[target]
     assert report, output
     _note(record_property, "load_average", under_hog["load"])
     assert status == 1, output
-    clause = report["clauses"][RACING[target]]
-    assert clause["outcome"] == "failed", clause
-    assert "no order of history" in clause["message"], clause
+    record: dict[str, Any] = report["clauses"][clause]
+    assert record["outcome"] == "failed", record
+    return record
 
 
 def _note(record: Any, name: str, value: object) -> None:
