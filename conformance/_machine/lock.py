@@ -171,6 +171,15 @@ class Gate:
             self._running.discard(me)
             self._changed.notify_all()
 
+    @contextmanager
+    def member(self) -> Iterator[None]:
+        """The calling thread takes part for the block (``join``, then ``leave``)."""
+        self.join()
+        try:
+            yield
+        finally:
+            self.leave()
+
     def arrive(self) -> None:
         """At the door: wait until no other participant is still on its way to it."""
         me = threading.get_ident()

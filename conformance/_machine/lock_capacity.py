@@ -7,7 +7,8 @@ run side by side. A recency clock advanced outside the lock (two hits sharing a 
 stamps out of order with the lock) shows only there: a later eviction then picks a victim
 no order of the calls explains. Admission control (``evict_when_full=False``) decided by a
 check outside the lock shows only there too: two threads both admitted into the last
-free slot. These histories fill the table first, then run several threads of mostly
+free slot. These histories fill the table first (with admission control, then free one
+slot for two newcomers to race for), then run several threads of mostly
 ``get_or_create_session`` on one id more than the table holds, with a few ``in``, ``len``
 and drops, so hits refresh, misses evict (or are refused) and slots free up inside one
 another's intervals. They use the race amplifiers of the other concurrent checks
@@ -28,6 +29,7 @@ import functools
 import random
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 from sessionstate.conformance._harness.watchdog import InFlight, run_threads_within
@@ -118,9 +120,7 @@ def _worker(
     gate: Gate | None = None,
 ) -> Callable[[], None]:
     def work() -> None:
-        if gate is not None:
-            gate.join()
-        try:
+        with gate.member() if gate is not None else nullcontext():
             for method, args in script:
                 run = functools.partial(calls, manager, method, args)
                 try:
@@ -130,9 +130,6 @@ def _worker(
                     raise ClauseFailure(
                         clause, f"{call_text(method, args)} raised {error!r} in {name}"
                     ) from error
-        finally:
-            if gate is not None:
-                gate.leave()
 
     return work
 

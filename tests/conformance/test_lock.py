@@ -119,11 +119,8 @@ def _members(gate: Gate, *works: Any) -> list[str]:
 
     def member(work: Any) -> Any:
         def run() -> None:
-            gate.join()
-            try:
+            with gate.member():
                 work(log)
-            finally:
-                gate.leave()
 
         return run
 
@@ -154,16 +151,15 @@ class TestGate:
         gate, log = Gate(2, seconds=30), []
 
         def early() -> None:
-            gate.join()
-            gate.arrive()
-            log.append("early passed")
-            gate.leave()
+            with gate.member():
+                gate.arrive()
+                log.append("early passed")
 
         def late() -> None:
             threading.Event().wait(0.1)
             log.append("late joins")
-            gate.join()
-            gate.leave()
+            with gate.member():
+                pass
 
         assert not run_threads_within("LOCK-6", [early, late], InFlight())
         assert log == ["late joins", "early passed"]
