@@ -19,7 +19,7 @@ racing admission get wrong (SPEC LRU-3, LRU-4, LOCK-5, LOCK-6).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
@@ -28,7 +28,7 @@ from sessionstate.conformance._machine.lock import record_history
 from sessionstate.conformance._machine.lock_capacity import MAX_SESSIONS, record_capacity_history
 from sessionstate.conformance._machine.manager import ManagerMachine
 from sessionstate.conformance._model.linearizability import Call, LruModel, linearize
-from sessionstate.conformance._model.manager import LruTable, spec_key
+from sessionstate.conformance._model.manager import LruTable, Outcome, spec_key
 
 __all__ = [
     "RUN_EVICTIONS",
@@ -82,54 +82,57 @@ def program_reach(machine: type[ManagerMachine], subject: Any, **profile: Any) -
     return counts[0], counts[1]
 
 
-def overlapping_hit_and_full_miss(
-    calls: Sequence[Call], max_sessions: int, admission: bool
-) -> bool:
-    """Whether a hit and a miss on a full table overlap in real time in ``calls``, each
-    call classified by the order the linearizability search found (``False`` if none)."""
+class _Step(NamedTuple):
+    """A ``get_or_create_session`` of a history, replayed in the order the search found."""
+
+    call: Call
+    outcome: Outcome
+    full_before: bool
+    full_after: bool
+
+
+def _replayed(calls: Sequence[Call], max_sessions: int, admission: bool) -> list[_Step]:
+    """Each ``get_or_create_session`` of ``calls``, classified by replaying the order the
+    linearizability search found on the model's table; none if no order was found."""
     verdict = linearize(calls, LruModel(max_sessions, evict_when_full=not admission))
     if not verdict.linearizable:
-        return False
+        return []
     table = LruTable(max_sessions, evict_when_full=not admission)
-    hits, full_misses = [], []
+    steps = []
     for index in verdict.order:
         call = calls[index]
         if call.method == "get_or_create_session":
             full = table.full
             outcome = table.get_or_create_session(call.args[0])
-            if outcome.hit:
-                hits.append(call)
-            elif full:
-                full_misses.append(call)
+            steps.append(_Step(call, outcome, full, table.full))
         elif call.method == "drop_session":
             table.drop_session(call.args[0])
-    return any(a.invoked < b.returned and b.invoked < a.returned for a in hits for b in full_misses)
+    return steps
+
+
+def _overlap(a: Call, b: Call) -> bool:
+    return a.invoked < b.returned and b.invoked < a.returned
+
+
+def overlapping_hit_and_full_miss(
+    calls: Sequence[Call], max_sessions: int, admission: bool
+) -> bool:
+    """Whether a hit and a miss on a full table overlap in real time in ``calls``, each
+    call classified by the order the linearizability search found (``False`` if none)."""
+    steps = _replayed(calls, max_sessions, admission)
+    hits = [s.call for s in steps if s.outcome.hit]
+    full_misses = [s.call for s in steps if not s.outcome.hit and s.full_before]
+    return any(_overlap(a, b) for a in hits for b in full_misses)
 
 
 def newcomers_racing_for_one_slot(calls: Sequence[Call], max_sessions: int) -> bool:
     """Whether, with admission control, a miss admitted into the last free slot and a
     refused miss on another id overlap in real time in ``calls``, each call classified by
     the order the linearizability search found (``False`` if none)."""
-    verdict = linearize(calls, LruModel(max_sessions, evict_when_full=False))
-    if not verdict.linearizable:
-        return False
-    table = LruTable(max_sessions, evict_when_full=False)
-    last_slot, refused = [], []
-    for index in verdict.order:
-        call = calls[index]
-        if call.method == "get_or_create_session":
-            outcome = table.get_or_create_session(call.args[0])
-            if outcome.kind == "miss" and table.full:
-                last_slot.append(call)
-            elif outcome.kind == "refused":
-                refused.append(call)
-        elif call.method == "drop_session":
-            table.drop_session(call.args[0])
-    return any(
-        a.args != b.args and a.invoked < b.returned and b.invoked < a.returned
-        for a in last_slot
-        for b in refused
-    )
+    steps = _replayed(calls, max_sessions, admission=True)
+    last_slot = [s.call for s in steps if s.outcome.kind == "miss" and s.full_after]
+    refused = [s.call for s in steps if s.outcome.kind == "refused"]
+    return any(a.args != b.args and _overlap(a, b) for a in last_slot for b in refused)
 
 
 HISTORIES: dict[str, Callable[[Any, str], list[Call]]] = {

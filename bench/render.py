@@ -144,12 +144,9 @@ def runs_section(runs: dict[str, Any]) -> list[str]:
         lines += [f"| {profile} | {name} | {share(pair)} |" for name, pair in machines.items()]
     lines += ["", "| histories | a hit beside a miss at capacity | newcomers racing for one slot |",
               "|---|---|---|"]  # fmt: skip
-    for kind, counts in runs.get("histories", {}).items():
-        *reached, total = counts  # (hit beside miss[, racing newcomers], recorded)
-        racing = (
-            share([reached[1], total]) if len(reached) > 1 and kind.startswith("LOCK-6") else ""
-        )
-        lines.append(f"| {kind} | {share([reached[0], total])} | {racing} |")
+    for kind, (hit_beside_miss, racing, total) in runs.get("histories", {}).items():
+        newcomers = share([racing, total]) if kind.startswith("LOCK-6") else ""  # admission
+        lines.append(f"| {kind} | {share([hit_beside_miss, total])} | {newcomers} |")
     return lines
 
 
