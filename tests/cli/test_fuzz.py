@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from sessionstate.conformance._harness.fuzz import group_counts
+
 from .conftest import Run, one_line_error, reuse_failures
 
 pytest.importorskip("hypofuzz", reason="HypoFuzz is in the [fuzz] and [test] extras")
@@ -147,3 +149,13 @@ def test_missing_extra_names_it(tmp_path: Path) -> None:
     )  # fmt: skip
     stderr = one_line_error(result)
     assert "pip install 'sessionstate[fuzz]'" in stderr
+
+
+def test_examples_count_under_every_group_their_test_checks() -> None:
+    """``--clause LRU`` selects tests of ``test_drop.py`` that check LRU clauses; their
+    examples are LRU's too (as the check's table counts them), not "no test of it"."""
+    counts = {
+        "x/conformance/suite/test_drop.py::test_drop_of_evicted_id_leaves_holders_data": 5,
+        "test_stats.py::test_not_in_the_index": 2,
+    }
+    assert group_counts(counts, ["LRU"]) == {"LRU": 5, "DROP": 5, "STATS": 2}

@@ -51,7 +51,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "definitions",
         (
             *(f"{C}.{name}" for name in ("clauses", "checks", "subject", "specs", "adapters")),
-            *(f"{C}.{name}" for name in ("strategies", "env_values", "input_reach")),
+            *(f"{C}.{name}" for name in ("strategies", "env_values", "input_reach", "sizes")),
             *LEAVES,
         ),
     ),

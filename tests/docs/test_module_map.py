@@ -131,15 +131,6 @@ TESTED_IN: dict[str, tuple[tuple[str, ...], str]] = {
         "parse_expectations and Expectation: ids checked against the suite, the index, "
         "outcomes under an expectation",
     ),
-    "conformance._harness.fuzz": (
-        (
-            "tests/cli/test_fuzz_quick_pass.py",
-            "tests/cli/test_exit_policy.py",
-            "tests/reliability/test_infrastructure.py",
-        ),
-        "FuzzOptions, usable_cores, _failed_tests, _replay's exit statuses, FailureWatcher; "
-        "tests/cli/test_fuzz.py runs `sessionstate fuzz` end to end and names no module",
-    ),
     "conformance._harness.init_project": (
         ("tests/cli/test_init_requirement.py", "tests/reliability/test_reports_and_input.py"),
         "workflow_text with the detected requirement, and `sessionstate init` whose stage fails",
