@@ -118,10 +118,24 @@ def populate(
     return "; ".join(program)
 
 
-def subject_buffer(subject: Any) -> Any:
-    with calling("RESET-1", "make_buffer().append(torch.zeros(2))"):
+def subject_buffer(subject: Any, state: str = "holding", items: int = 1) -> Any:
+    """The subject's buffer in ``state`` before its session's reset (RESET-1): ``items``
+    committed tensors (``"holding"``), with one more staged on top, not yet committed
+    (``"staged"``), or then evicted itself (``"evicted"``). A buffer without ``stage`` or
+    ``evict`` (``buffer_factory`` promises only ``append``) is left holding."""
+    call = f"make_buffer(); {items} x append(torch.zeros(2))"
+    with calling("RESET-1", call):
         buffer = subject.make_buffer()
-        buffer.append(torch.zeros(2))
+        for i in range(items):
+            buffer.append(torch.full((2,), float(i)))
+    method = {"staged": "stage", "evicted": "evict"}.get(state)
+    step = getattr(buffer, method, None) if method else None
+    if callable(step):
+        with calling("RESET-1", f"{call}; buffer.{method}(...)"):
+            if method == "stage":
+                step(torch.full((3,), -1.0))
+            else:
+                step()
     return buffer
 
 

@@ -31,33 +31,55 @@ from sessionstate.conformance._machine.reset import (
 )
 from sessionstate.conformance._machine.stateful import run_steps
 from sessionstate.conformance.checks import calling, check, check_bytes, check_equal
+from sessionstate.conformance.sizes import sizes
 
 attr_values = st.one_of(
     st.integers(0, 9), st.text("ab", max_size=2), st.builds(torch.zeros, st.integers(0, 3))
 )
-attr_dicts = st.dictionaries(
-    st.sampled_from(["language", "call_count", "prompt_embeds"]), attr_values, max_size=3
+#: attrs is ``dict[str, object]`` and RESET-1 clears all of it: every ``str`` is a key, the
+#: usual names, any text (empty, non-ASCII) and names a port may treat as private (``_``).
+attr_keys = st.one_of(
+    st.sampled_from(["language", "call_count", "prompt_embeds"]),
+    st.text(),
+    st.text().map("_".__add__),
 )
+attr_dicts = sizes(0, 9).flatmap(
+    lambda n: st.dictionaries(attr_keys, attr_values, min_size=n, max_size=n)
+)
+#: What the subject's buffer holds when its session is reset: committed items only, a
+#: staged payload on top of them (not yet committed), or nothing after its own evict().
+BUFFER_STATES = ("holding", "staged", "evicted")
 
 
 @pytest.mark.clause("RESET-1")
-@example(names=["frames"], with_buffer=True, attrs={"language": "ab"})
+@example(names=["frames"], with_buffer=True, attrs={"language": "ab"}, state="holding", items=1)
+@example(names=[], with_buffer=True, attrs={"_step": 1, "": "a"}, state="staged", items=2)
 @given(
     names=st.lists(st.sampled_from(NAMES), unique=True, max_size=5),
     with_buffer=st.booleans(),
     attrs=attr_dicts,
+    state=st.sampled_from(BUFFER_STATES),
+    items=sizes(0, 9),
 )
 def test_reset_resets_every_object_and_clears_attrs(
-    subject: Any, names: list[str], with_buffer: bool, attrs: dict[str, Any]
+    subject: Any,
+    names: list[str],
+    with_buffer: bool,
+    attrs: dict[str, Any],
+    state: str,
+    items: int,
 ) -> None:
     """After reset() every object is still registered under its name, non-resident; attrs is
-    empty, the session holds no bytes, and every read of the subject's buffer answers as
-    a buffer reset while empty."""
+    empty (whatever its keys), the session holds no bytes, and every read of the subject's
+    buffer answers as a buffer reset while empty, whether it held ``items`` committed
+    items, a staged payload on top of them, or was evicted itself first."""
     session = make_session(subject, "RESET-1")
     objects: dict[str, Any] = {name: Probe(name) for name in names}
     if with_buffer:
-        objects["buffer"] = subject_buffer(subject)
-    when = "after " + populate(subject, session, objects, attrs, "RESET-1") + "; session.reset()"
+        objects["buffer"] = subject_buffer(subject, state, items)
+    held = f"the buffer {state} with {items} items; " if with_buffer else ""
+    when = "after " + held + populate(subject, session, objects, attrs, "RESET-1")
+    when += "; session.reset()"
     with calling("RESET-1", "session.reset()"):
         session.reset()
     # Sorted: the order of names() is RESET-4's business, not reset()'s.
