@@ -7,6 +7,15 @@ decimal digit (``Nd``, one system or mixed), and a rejected MAX_SESSIONS value i
 an accepted one with one rule broken. Whether a drawn value is accepted is never
 decided here: the oracle asks ``int()`` and ``str.strip().lower()`` themselves.
 
+MAX_SESSIONS numbers come from ``sizes()`` (the suite's one rule for a size: small
+values, powers of two and their neighbours, the default 64 and its neighbours), spelt
+with the leading zeros ``int()`` reads in base 10, or as the base-prefixed literals
+(``0x40``, ``0o100``, ``0b1``) that ``int(x, 0)`` or ``strtol`` would read and ``int()``
+rejects. Enable values include the near misses another reading of a flag makes
+something of: empty and whitespace-only values, what ``int()`` reads but ENV-1 does
+not spell (``"2"``, ``"00"``, ``"-1"``, ``"+1"``), and abbreviations of ENV-1's words
+(``"y"``, ``"t"``, ``"n"``, ``"f"``: strtobool's and YAML 1.1's spellings).
+
 Environment values hold no NUL and no surrogates: ``os.environ`` cannot store them.
 """
 
@@ -25,6 +34,7 @@ from sessionstate.conformance._model.python_rules import (
     int_skips,
     lookalikes,
 )
+from sessionstate.conformance.sizes import COUNT_BOUND, sizes
 
 __all__ = [
     "enable_arguments",
@@ -56,15 +66,20 @@ _INT_REJECTED_SPACE = st.sampled_from([c for c in control_whitespace() if not in
 _NOT_DECIMAL = st.characters(categories=("No", "Nl"))  # numerals int() does not read
 
 
+#: A cap as the suite draws every size (``sizes``): 0..4, 2**k and neighbours, 63..65.
+_SIZE = sizes(0, COUNT_BOUND)
+
+
 @st.composite
-def _decimal(draw: st.DrawFn, low: int, high: int) -> str:
-    """A number from ``low`` to ``high`` in decimal: ASCII, one drawn ``Nd`` system, or a
-    system per digit, with underscores between some digits."""
-    value = draw(st.integers(low, high))
+def _decimal(draw: st.DrawFn, values: st.SearchStrategy[int]) -> str:
+    """A drawn number in decimal: ASCII, one drawn ``Nd`` system, or a system per digit,
+    with underscores between some digits and up to two leading zeros (base 10 reads
+    them; ``int(x, 0)`` rejects them and ``strtol`` reads the number as octal)."""
+    value = draw(values)
     style = draw(st.sampled_from(("ascii", "one system", "mixed systems")))
     zero = "0" if style == "ascii" else draw(_ND)
     out = []
-    for i, ascii_digit in enumerate(str(abs(value))):
+    for i, ascii_digit in enumerate("0" * draw(st.integers(0, 2)) + str(abs(value))):
         if style == "mixed systems":
             zero = draw(_ND)
         if i and draw(st.integers(0, 3)) == 0:
@@ -88,23 +103,40 @@ def _long_decimal(draw: st.DrawFn) -> str:
 
 _SIGN = st.sampled_from(("", "+", "-"))
 _BODY = st.one_of(
-    _decimal(0, 200),
-    _decimal(INT_64_MAX - 1, 10**30),
+    _decimal(_SIZE),
+    _decimal(st.integers(INT_64_MAX - 1, 10**30)),
     _long_decimal(),
 )
 
 
 @st.composite
-def _accepted(draw: st.DrawFn) -> str:
+def _int_spelling(draw: st.DrawFn, body: st.SearchStrategy[str]) -> str:
     """``int()``'s grammar: skipped whitespace, a sign, digits with single underscores."""
-    return draw(_padding(_INT_SPACE)) + draw(_SIGN) + draw(_BODY) + draw(_padding(_INT_SPACE))
+    return draw(_padding(_INT_SPACE)) + draw(_SIGN) + draw(body) + draw(_padding(_INT_SPACE))
+
+
+def _accepted() -> st.SearchStrategy[str]:
+    """A value ``int()`` reads: small, past 2**63, or about as long as it reads."""
+    return _int_spelling(_BODY)
+
+
+@st.composite
+def _prefixed(draw: st.DrawFn) -> str:
+    """A drawn size as a base-prefixed literal (``0x40``, ``0O100``, ``0b_1``), signed and
+    padded as ``int()`` pads: ``int(x, 0)``, ``literal_eval`` and ``strtol(x, 0)`` read
+    it, ``int()`` rejects it (ENV-5)."""
+    value, base = draw(_SIZE), draw(st.sampled_from("xob"))
+    prefix = "0" + (base.upper() if draw(st.booleans()) else base)
+    digits = format(value, base.upper() if base == "x" and draw(st.booleans()) else base)
+    literal = prefix + ("_" if draw(st.integers(0, 3)) == 0 else "") + digits
+    return draw(_padding(_INT_SPACE)) + draw(_SIGN) + literal + draw(_padding(_INT_SPACE))
 
 
 @st.composite
 def _broken(draw: st.DrawFn) -> str:
     """An accepted value with one of ``int()``'s rules broken."""
     pad, sign = draw(_padding(_INT_SPACE)), draw(_SIGN)
-    body = draw(_decimal(0, 200))
+    body = draw(_decimal(_SIZE))
     cut = draw(st.integers(0, len(body)))
     broken = draw(
         st.sampled_from(
@@ -127,12 +159,14 @@ def _broken(draw: st.DrawFn) -> str:
 
 def max_values() -> st.SearchStrategy[str | None]:
     """MAX_SESSIONS: unset, blank, accepted by ``int()`` (positive, zero or negative, small,
-    past 2**63 or as long as it reads), one rule broken, or any text."""
+    past 2**63 or as long as it reads), one rule broken, a base-prefixed literal, or any
+    text."""
     return st.one_of(
         st.none(),
         _padding(whitespace()),
         _accepted(),
         _broken(),
+        _prefixed(),
         _ANY_TEXT,
     )
 
@@ -169,9 +203,32 @@ def _misspelled(draw: st.DrawFn) -> str:
     return spelled[:i] + other + spelled[j:]
 
 
+@st.composite
+def _abbreviated(draw: st.DrawFn) -> str:
+    """A proper prefix of an ENV-1 word (``y``, ``t``, ``of``, ``fals``), cased and padded
+    as ``_spelled`` is: a reader that matches by first letter or by prefix, as
+    ``distutils.util.strtobool`` and YAML 1.1 do for ``y``/``n``/``t``/``f``, takes it for
+    a flag that ENV-2 says is ignored."""
+    word = draw(st.sampled_from([w for w in TRUE + FALSE if len(w) > 1]))
+    cut = word[: draw(st.integers(1, len(word) - 1))]
+    cased = "".join(c.upper() if draw(st.booleans()) else c for c in cut)
+    return draw(_padding(whitespace())) + cased + draw(_padding(whitespace()))
+
+
 def enable_values() -> st.SearchStrategy[str | None]:
-    """The enable variable: unset, empty, a spelling, a near-miss spelling, or any text."""
-    return st.one_of(st.none(), st.just(""), _spelled(), _misspelled(), _ANY_TEXT)
+    """The enable variable: unset, empty or whitespace only, a spelling, a near-miss
+    spelling, a number ``int()`` reads (``"2"``, ``"00"``, ``"-1"``, ``"+1"``, ``" 1 "``:
+    ENV-1 recognises ``0`` and ``1`` as spelt, nothing else), an abbreviation, or any
+    text."""
+    return st.one_of(
+        st.none(),
+        _padding(whitespace()),
+        _spelled(),
+        _misspelled(),
+        _int_spelling(_decimal(_SIZE)),
+        _abbreviated(),
+        _ANY_TEXT,
+    )
 
 
 def enable_arguments() -> st.SearchStrategy[bool | None]:

@@ -20,8 +20,9 @@ subject runs on.
   spelling but that ``str.casefold()``, ``str.upper()`` or NFKC turn into them
   (U+017F long s into ``'s'``, U+FB00 into ``'ff'``, fullwidth letters into ASCII), though
   ``str.lower()`` does not.
-* ``max_value_rules`` and ``id_families``: which of these rules a drawn value
-  exercises, for the reach measurements (``bench/reachability.py`` and its test).
+* ``max_value_rules``, ``enable_value_rules`` and ``id_families``: which of these
+  rules a drawn value exercises, for the reach measurements (``bench/reachability.py``,
+  ``tests/conformance/test_input_reach.py``, ``tests/conformance/test_env_values.py``).
 """
 
 from __future__ import annotations
@@ -31,12 +32,15 @@ import unicodedata
 from functools import cache
 from typing import Literal
 
+from sessionstate.conformance._model.env import FALSE, TRUE
+
 __all__ = [
     "INT_64_MAX",
     "LOOKALIKE_BLOCKS",
     "STRIP_SPACE_CATEGORIES",
     "control_whitespace",
     "digit",
+    "enable_value_rules",
     "id_families",
     "int_or_none",
     "int_skips",
@@ -135,6 +139,15 @@ def max_value_rules(text: str) -> set[str]:
         rules.add("sign")
     if "_" in body:
         rules.add("underscore")
+    unsigned = body.lstrip("+-")
+    if unsigned[:2].lower() in ("0x", "0o", "0b"):
+        rules.add("base prefix")  # a literal int(x, 0) reads and int(x) rejects
+    elif (
+        len(unsigned) > 1
+        and unicodedata.category(unsigned[0]) == "Nd"
+        and unicodedata.decimal(unsigned[0]) == 0
+    ):
+        rules.add("leading zero")  # int(x) reads it, int(x, 0) rejects it, strtol reads octal
     if any(unicodedata.category(c) in ("No", "Nl") for c in body):
         rules.add("non-Nd numeric")
     parsed = int_or_none(text)
@@ -148,6 +161,27 @@ def max_value_rules(text: str) -> set[str]:
         rules.add("zero or negative")
     elif parsed > INT_64_MAX:
         rules.add("beyond 2**63")
+    return rules
+
+
+def enable_value_rules(text: str) -> set[str]:
+    """The near misses an enable value is (for the reach measurements): what other
+    readings of a flag than ``str.strip().lower()`` against ENV-1's spellings make of it."""
+    rules: set[str] = set()
+    flag = text.strip().lower()
+    recognised = flag in TRUE + FALSE
+    if not text:
+        rules.add("empty")
+    elif not flag:
+        rules.add("blank")
+    if recognised and text.strip() != flag:
+        rules.add("case variant")
+    parsed = int_or_none(text)
+    if parsed is not None and not recognised:
+        # int() reads it, ENV-1 does not: "2", "-1" (another number), "00", "+1" (0 or 1)
+        rules.add("0 or 1 spelt otherwise" if parsed in (0, 1) else "another integer")
+    if flag and not recognised and any(w.startswith(flag) for w in TRUE + FALSE):
+        rules.add("abbreviation")  # "y", "t", "n", "f": strtobool's and YAML 1.1's spellings
     return rules
 
 

@@ -45,7 +45,16 @@ ORACLE_CLAUSES = ("ENV-1", "ENV-2", "ENV-3", "ENV-4", "ENV-5", "ENV-6")
 # another decimal system and an ideographic space int() reads (ENV-3), a control
 # character str.strip() removes but int() does not (ENV-5), letters that only
 # case-folding or NFKC make a spelling (ENV-2), arguments 0, True and past 2**63 (ENV-6).
+# And the near misses other readings take for a setting: a number int() reads that
+# ENV-1 does not spell, and an abbreviation strtobool and YAML 1.1 read (ENV-2); leading
+# zeros base 10 reads (ENV-3) and a base-prefixed literal it rejects (ENV-5), which
+# int(x, 0) reads the other way round.
 @per_clause(*ORACLE_CLAUSES)
+@_case("2", None, False, None)
+@_case("01", None, False, None)
+@_case("y", None, False, None)
+@_case(None, "010", None, 5)
+@_case(None, "0x40", None, 5)
 @_case(None, None, None, 0)
 @_case(None, None, True, True)
 @_case(None, " \u0663\u3000", None, 5)
