@@ -260,14 +260,14 @@ class ManagerMachine(RuleBasedStateMachine):
 
     @rule(target=sessions, session_id=session_ids)
     def get_or_create_session(self, session_id: object) -> SessionModel | MultipleResults[Any]:
-        call = f"get_or_create_session({session_id!r})"
+        call = f"get_or_create_session({short_repr(session_id)})"
         expected = self.model.lookup(session_id)
         evicted_before = any(
             s.fate.startswith("evicted") for s in self.model.sessions_of(session_id)
         )
         with calling("LRU-1" if expected else "LRU-2", call):
             obj = self.manager.get_or_create_session(session_id)
-        known = next((s for s in self.model.sessions if s.obj is obj), None)
+        known = self.model.session_of(obj)
         session, evicted = self.model.get_or_create_session(session_id, obj)
         self.trace.append(("get_or_create_session", session_id, known is not None))
         self._expect(
@@ -329,7 +329,7 @@ class ManagerMachine(RuleBasedStateMachine):
 
     @rule(session_id=session_ids)
     def drop_session(self, session_id: object) -> None:
-        call = f"drop_session({session_id!r})"
+        call = f"drop_session({short_repr(session_id)})"
         target = self.model.lookup(session_id)
         evicted = [s for s in self.model.sessions_of(session_id) if s.fate.startswith("evicted")]
         with calling("DROP-2" if target else "DROP-1", call):
@@ -349,7 +349,7 @@ class ManagerMachine(RuleBasedStateMachine):
 
     @rule(session_id=session_ids)
     def contains(self, session_id: object) -> None:
-        call = f"{session_id!r} in manager"
+        call = f"{short_repr(session_id)} in manager"
         with calling("KEY-3", call):
             observed = session_id in self.manager
         expected = self.model.contains(session_id)
@@ -528,7 +528,7 @@ class ManagerMachine(RuleBasedStateMachine):
     def _check_identity(self, obj: object, expected: SessionModel, when: str) -> None:
         """LRU-1 (or the clause of a suspect that explains the trace): a hit returned
         ``obj``, not the resident ``expected``."""
-        known = next((s for s in self.model.sessions if s.obj is obj), None)
+        known = self.model.session_of(obj)
         self._expect("the session returned", known, expected, "LRU-1", f"after {when}")
 
     def _name(self, value: object, expected: Held | None = None) -> str:

@@ -351,6 +351,10 @@ class ManagerModel:
         self.lru = LruTable(max_sessions)
         self.table: dict[Hashable, SessionModel] = {}
         self.sessions: list[SessionModel] = []  # creation order, whatever their fate
+        # O(1) lookups in large worlds: sessions per key, and by the subject's object
+        # (the first session given that object, should a miss hand out an old one).
+        self.by_key: dict[Hashable, list[SessionModel]] = {}
+        self.by_object: dict[int, SessionModel] = {}
 
     @property
     def max_sessions(self) -> int:
@@ -362,8 +366,12 @@ class ManagerModel:
 
     def sessions_of(self, session_id: object) -> list[SessionModel]:
         """Every session ever created under ``session_id``'s key."""
-        key = spec_key(session_id)
-        return [s for s in self.sessions if spec_key(s.session_id) == key]
+        return list(self.by_key.get(spec_key(session_id), ()))
+
+    def session_of(self, obj: object) -> SessionModel | None:
+        """The first session the subject handed out as ``obj``, if any."""
+        found = self.by_object.get(id(obj))
+        return found if found is not None and found.obj is obj else None
 
     def get_or_create_session(
         self, session_id: object, obj: object
@@ -373,8 +381,10 @@ class ManagerModel:
         key = spec_key(session_id)
         victims = outcome.evicted
         if not outcome.hit:
-            self.table[key] = SessionModel(len(self.sessions), session_id, obj)
-            self.sessions.append(self.table[key])
+            session = self.table[key] = SessionModel(len(self.sessions), session_id, obj)
+            self.sessions.append(session)
+            self.by_key.setdefault(key, []).append(session)
+            self.by_object.setdefault(id(obj), session)
         evicted = [self.table.pop(victim) for victim in victims]
         for session in evicted:
             session.fate = "evicted"  # LRU-5: the holder's object is left as it was
