@@ -21,7 +21,7 @@ ask whether a run reached one (bench/reach_runs.py measures it per threshold).
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from hypothesis import strategies as st
 
@@ -41,7 +41,7 @@ COUNT_BOUND = 2**12
 LENGTH_BOUND = 2**16
 
 
-@lru_cache(maxsize=None)
+@cache
 def boundaries(low: int, high: int) -> tuple[int, ...]:
     """Powers of two and their neighbours, and ``DEFAULT_CAP`` and its neighbours, that
     lie in ``[low, high]``, ascending."""
@@ -53,7 +53,7 @@ def boundaries(low: int, high: int) -> tuple[int, ...]:
     return tuple(sorted(n for n in found if low <= n <= high))
 
 
-@lru_cache(maxsize=None)
+@cache
 def sizes(low: int = 0, high: int = COUNT_BOUND) -> st.SearchStrategy[int]:
     """A size in ``[low, high]`` by the boundary rule (module docstring); shrinks to ``low``.
 
