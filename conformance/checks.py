@@ -99,11 +99,12 @@ def clauses_of(error: BaseException) -> Iterable[str]:
 
 
 @contextmanager
-def calling(clause: str, call: str) -> Iterator[None]:
+def calling(clause: str, call: object) -> Iterator[None]:
     """Turn an unexpected exception from subject code into a failure of ``clause``.
 
     ``with calling("LRU-1", "get_or_create_session('a')"): ...`` reports
-    ``get_or_create_session('a') raised KeyError('a') [LRU-1]``. Clause
+    ``get_or_create_session('a') raised KeyError('a') [LRU-1]``; ``call`` is anything
+    whose ``str()`` is the call (built only on failure). Clause
     failures raised inside pass through unchanged.
     """
     __tracebackhide__ = True

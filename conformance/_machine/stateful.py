@@ -37,10 +37,23 @@ def run_steps(factory: Callable[[], RuleBasedStateMachine], data: st.DataObject)
     """Run one program of the machine ``factory()`` builds, its steps drawn from ``data``.
 
     The calling test's settings (the loaded profile) decide how many programs run and
-    how long each is (``stateful_step_count``).
+    how long each is (``stateful_step_count``). A machine with a ``finish()`` method has
+    it called once its program ran to the end without failing: the last check of the
+    program, which may use up the state (``LargeWorldMachine`` evicts every session to
+    see the whole LRU order).
     """
-    token = _FACTORY.set(factory)
+    built: list[RuleBasedStateMachine] = []
+
+    def build() -> RuleBasedStateMachine:
+        built.append(factory())
+        return built[-1]
+
+    token = _FACTORY.set(build)
     try:
         _PROGRAM.hypothesis.inner_test(data)  # type: ignore[attr-defined]
     finally:
         _FACTORY.reset(token)
+    for machine in built:
+        finish = getattr(machine, "finish", None)
+        if finish is not None:
+            finish()

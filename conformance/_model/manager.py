@@ -246,7 +246,8 @@ class LruTable:
         shown = self.flipped or not self.evict_when_full
         policy = f", evict_when_full={self.evict_when_full}" if shown else ""
         return (
-            f"LRU order (least recent first) {self.keys()}, max_sessions={self.max_sessions}"
+            f"LRU order (least recent first) {_abridged(self.keys())}, "
+            f"max_sessions={self.max_sessions}"
             f"{policy}, {self.counters()}, drops={self.drops}"
         )
 
@@ -262,7 +263,24 @@ class LruTable:
             return self.counters()
         if call == "len":
             return len(self.order)
+        if call == "raise_max_sessions":
+            return self.raise_max_sessions(session_id)  # type: ignore[arg-type]
         raise ValueError(f"unknown observation {call!r}")
+
+
+def _brief(key: Hashable, limit: int = 40) -> str:
+    """``repr(key)``, or its start and its length when longer than ``limit``."""
+    text = repr(key)
+    return text if len(text) <= limit else f"{text[: limit - 10]}...({len(text)} chars)"
+
+
+def _abridged(keys: list[Hashable], shown: int = 8) -> str:
+    """``keys`` as a list, each ``_brief``; a long list by its ends and a count."""
+    if len(keys) <= 2 * shown:
+        return "[" + ", ".join(_brief(k) for k in keys) + "]"
+    head = ", ".join(_brief(k) for k in keys[:shown])
+    tail = ", ".join(_brief(k) for k in keys[-shown:])
+    return f"[{head}, ... {len(keys) - 2 * shown} more ..., {tail}]"
 
 
 #: (call, session_id, what the subject showed): ``get_or_create_session`` shows

@@ -369,10 +369,6 @@ UNTESTED: dict[str, str] = {
         "the RESET machine, run by the suite's test_reset.py, which tests/zoo runs against "
         "every reset_* subject; no in-process test of it"
     ),
-    "conformance._machine.stateful": (
-        "run_steps, the body of every machine test of the suite, so of every zoo run; no test "
-        "of its own"
-    ),
     "conformance._model.env": (
         "the ENV oracle, asked by the suite's test_env.py, which tests/zoo runs against every "
         "env_* subject; no hand-checked test of it, unlike _model/python_rules.py"
