@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sessionstate.conformance._machine.bulk import LargeWorldMachine, RaisingMachine
 from sessionstate.conformance._machine.manager import ManagerMachine, OrderMachine, replay
 from sessionstate.conformance._machine.stateful import run_steps
 from sessionstate.conformance.checks import check
@@ -41,6 +42,22 @@ PROGRAMS = [
 def test_manager_machine(subject: Any, data: st.DataObject) -> None:
     """Random programs of get_or_create_session, drop_session and `in` agree with the model."""
     run_steps(lambda: ManagerMachine(subject), data)
+
+
+@pytest.mark.clause(*LargeWorldMachine.CLAUSES)
+@given(data=st.data())
+def test_large_world_machine(subject: Any, data: st.DataObject) -> None:
+    """Caps drawn as sizes (63, 64, 65, 128, ...) and steps of many calls: fills, cycles of
+    hits, churn, drops across the table, ids of 255+ characters; each call against the model."""
+    run_steps(lambda: LargeWorldMachine(subject), data)
+
+
+@pytest.mark.clause(*RaisingMachine.CLAUSES)
+@given(data=st.data())
+def test_raising_machine(subject: Any, data: st.DataObject) -> None:
+    """The same with raise_max_sessions among the steps: the raised cap is the one
+    eviction uses, and a raise changes nothing else."""
+    run_steps(lambda: RaisingMachine(subject), data)
 
 
 @pytest.mark.clause(*OrderMachine.CLAUSES)

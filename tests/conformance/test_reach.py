@@ -20,6 +20,7 @@ from sessionstate.fixtures.reference_subject import subject
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 import reach_runs
+import threshold_reach
 
 G, C = "get_or_create_session", "counters"
 
@@ -85,3 +86,44 @@ def test_admission_histories_race_two_newcomers_for_one_slot() -> None:
     another id: where a room check made outside the lock admits both."""
     _, racing, histories = reach_runs.history_reach(subject, "LOCK-6 admission", 20)
     assert racing / histories >= 0.6, (racing, histories)
+
+
+class TestThresholds:
+    """``bench/threshold_reach.py``: which size thresholds a program's trace crossed."""
+
+    def test_a_65th_session_is_a_miss_with_64_resident(self) -> None:
+        trace = [("len", None, 64), (G, "x", False)]
+        assert "65th session" in threshold_reach.crossed(trace, [64])
+        assert "65th session" not in threshold_reach.crossed(
+            [("len", None, 63), (G, "x", False)], [64]
+        )
+
+    def test_a_cap_above_128_counts_only_once_the_table_holds_129(self) -> None:
+        assert "cap above 128 in use" in threshold_reach.crossed([("len", None, 129)], [1, 129])
+        assert "cap above 128 in use" not in threshold_reach.crossed([("len", None, 128)], [200])
+
+    def test_a_256_character_prefix_needs_two_distinct_ids(self) -> None:
+        one, two = "k" * 256 + "1", "k" * 256 + "2"
+        assert "256-character prefix" in threshold_reach.crossed(
+            [(G, one, False), (G, two, False)], [2]
+        )
+        assert "256-character prefix" not in threshold_reach.crossed(
+            [(G, one, False), (G, one, True)], [2]
+        )
+
+    def test_1024_lookups_then_an_eviction(self) -> None:
+        lookups = [(G, "a", True)] * 1025
+        assert "1,024 lookups" in threshold_reach.crossed([*lookups, _counters(1)], [1])
+        assert "1,024 lookups" not in threshold_reach.crossed([_counters(1), *lookups], [1])
+
+    def test_a_raise_then_an_eviction(self) -> None:
+        trace = [("raise_max_sessions", 5, True), _counters(1)]
+        assert "raise then eviction" in threshold_reach.crossed(trace, [4, 5])
+        assert "raise then eviction" not in threshold_reach.crossed(trace[:1], [4, 5])
+
+
+def test_the_quick_run_crosses_every_threshold() -> None:
+    """The large-world machines at the quick profile's sizes, derandomized as the suite runs
+    them, cross every threshold; BENCHMARKS.md publishes the shares over random seeds."""
+    found = threshold_reach.run_reach(subject, threshold_reach.PROFILES["quick"], None)
+    assert found == set(threshold_reach.THRESHOLDS)

@@ -1,0 +1,130 @@
+"""How often a run of the large-world machines crosses each size threshold real backends have.
+
+A backend changes behaviour at its own constants; a bug that lives past one passes every
+program that stays below it. For each threshold the share of *runs* that cross it: a run
+is what one profile runs of ``test_large_world_machine`` and ``test_raising_machine``
+(``max_examples`` programs of each, ``stateful_step_count`` steps), on the reference, with
+a fresh random seed per run (the profiles derandomize, so one seed is one run; the share
+says how likely a run at another seed, or a subject that steers the search elsewhere, is
+to cross it). Thresholds, read from each program's trace:
+
+* ``65th session``: a miss while the table holds 64 or more sessions;
+* ``cap above 128 in use``: a cap of 129 or more with 129 or more sessions resident;
+* ``256-character prefix``: two distinct ids sharing their first 256 characters;
+* ``1,024 lookups``: 1,025 or more ``get_or_create_session`` calls, an eviction after the
+  1,024th;
+* ``raise then eviction``: a raise that returned True, then an eviction.
+
+``tests/conformance/test_reach.py`` holds a floor under the quick shares;
+``python bench/threshold_reach.py`` writes ``bench/results-thresholds.json``, which
+``bench/render.py`` renders into BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import hypothesis.core
+from hypothesis import settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from sessionstate.conformance._machine.bulk import LargeWorldMachine, RaisingMachine
+from sessionstate.conformance._model.manager import Observation
+
+__all__ = ["THRESHOLDS", "crossed", "measure", "run_reach"]
+
+HERE = Path(__file__).resolve().parent
+THRESHOLDS = (
+    "65th session",
+    "cap above 128 in use",
+    "256-character prefix",
+    "1,024 lookups",
+    "raise then eviction",
+)
+PROFILES = {
+    "quick": {"max_examples": 15, "stateful_step_count": 20},
+    "ci": {"max_examples": 60, "stateful_step_count": 30},
+}
+
+
+def crossed(trace: Sequence[Observation], caps: Sequence[int]) -> set[str]:
+    """The thresholds one program's ``trace`` crossed; ``caps`` are the caps it was run at
+    (the first, then each raised one)."""
+    found: set[str] = set()
+    size, gets, evictions, largest = 0, 0, 0, 0
+    after_lookups: int | None = None
+    after_raise: int | None = None
+    prefixes: dict[str, str] = {}
+    for call, session_id, seen in trace:
+        if call == "len" and isinstance(seen, int):
+            size = seen
+            largest = max(largest, seen)
+        elif call == "get_or_create_session":
+            gets += 1
+            if not seen and size >= 64:
+                found.add("65th session")
+            if gets == 1025 and after_lookups is None:
+                after_lookups = evictions
+            if isinstance(session_id, str) and len(session_id) > 256:
+                head = session_id[:256]
+                if prefixes.setdefault(head, session_id) != session_id:
+                    found.add("256-character prefix")
+        elif call == "raise_max_sessions" and seen is True and after_raise is None:
+            after_raise = evictions
+        elif call == "counters" and isinstance(seen, dict):
+            evictions = seen["evictions"]
+            if after_lookups is not None and evictions > after_lookups:
+                found.add("1,024 lookups")
+            if after_raise is not None and evictions > after_raise:
+                found.add("raise then eviction")
+    if max(caps) >= 129 and largest >= 129:
+        found.add("cap above 128 in use")
+    return found
+
+
+def run_reach(subject: Any, profile: dict[str, int], seed: int | None) -> set[str]:
+    """The thresholds one run crosses: every program of both machines at ``seed`` (None:
+    derandomized, as the suite's profiles run)."""
+    found: set[str] = set()
+    for machine in (LargeWorldMachine, RaisingMachine):
+
+        class Recording(machine):  # type: ignore[valid-type, misc]
+            def teardown(self) -> None:
+                caps = [self.model.lru.initial_max_sessions, self.model.max_sessions]
+                found.update(crossed(self.trace, caps))
+                super().teardown()
+
+        Recording.__name__ = machine.__name__
+        chosen = settings(database=None, deadline=None, derandomize=seed is None, **profile)
+        hypothesis.core.global_force_seed = seed  # what --hypothesis-seed sets
+        try:
+            run_state_machine_as_test(lambda: Recording(subject), settings=chosen)
+        finally:
+            hypothesis.core.global_force_seed = None
+    return found
+
+
+def measure(subject: Any, profile: str, runs: int) -> dict[str, float]:
+    """The share of ``runs`` runs at ``profile`` that cross each threshold."""
+    counts: Counter[str] = Counter()
+    for seed in range(runs):
+        counts.update(run_reach(subject, PROFILES[profile], seed))
+    return {name: counts[name] / runs for name in THRESHOLDS}
+
+
+def main(argv: Sequence[str]) -> None:
+    from sessionstate.fixtures.reference_subject import subject
+
+    runs = int(argv[0]) if argv else 40
+    results = {"runs": runs, **{p: measure(subject, p, runs) for p in PROFILES}}
+    (HERE / "results-thresholds.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
