@@ -167,10 +167,16 @@ def record_capacity_history(subject: Any, seed: str, *, admission: bool) -> list
 
 
 def judge_histories(
-    clause: str, histories: Iterable[tuple[str, list[Call]]], model: LruModel
+    clause: str,
+    histories: Iterable[tuple[str, list[Call]]],
+    model: LruModel,
+    blame: Callable[[Sequence[Call], LruModel], str | None] | None = None,
 ) -> None:
     """Fail ``clause`` at the first history no order explains, or when fewer than
-    ``MIN_DECIDED`` of them are decided within the search budget."""
+    ``MIN_DECIDED`` of them are decided within the search budget.
+
+    ``blame(calls, model)``, asked only of a history no order explains, may name the
+    clause it breaks instead (``None``: ``clause``)."""
     __tracebackhide__ = True
     undecided: list[str] = []
     total = 0
@@ -178,7 +184,8 @@ def judge_histories(
         total += 1
         verdict = linearize(calls, model)
         if verdict.outcome == "not linearizable":
-            _fail_unexplained(clause, verdict, seed, model)
+            named = blame(calls, model) if blame is not None else None
+            _fail_unexplained(named or clause, verdict, seed, model)
         if verdict.outcome == "inconclusive":
             undecided.append(seed)
     decided = total - len(undecided)

@@ -11,14 +11,15 @@ the number of distinct configurations. A ``budget`` caps the model steps: a
 search that runs out is ``inconclusive``, never a pass.
 
 ``LruModel`` is the suite's own sequential model of the manager (contract
-section 4), written from the spec and independent of any implementation.
+section 4), written from the spec and independent of any implementation; on a manager
+with admission control it models ``raise_max_sessions`` too.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
@@ -27,6 +28,7 @@ from sessionstate.conformance._model.manager import LruTable, spec_key
 __all__ = [
     "DEFAULT_BUDGET",
     "REFUSED",
+    "VALUE_ERROR",
     "Call",
     "LruModel",
     "Model",
@@ -43,16 +45,24 @@ S = TypeVar("S", bound=Hashable)
 DEFAULT_BUDGET = 20_000
 
 
-class _Refused:
-    """The recorded result of a ``get_or_create_session`` that raised on a manager with
-    admission control on (``evict_when_full=False``): a refusal, which the model accepts
-    only where it refuses too (SPEC LOCK-6). One object, compared by identity."""
+class _Outcome:
+    """A recorded result that is no value the subject returned, but what the call did
+    instead: one object each, compared by identity, shown by its name."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
 
     def __repr__(self) -> str:
-        return "refused"
+        return self._name
 
 
-REFUSED = _Refused()
+#: The recorded result of a ``get_or_create_session`` that raised on a manager with
+#: admission control on (``evict_when_full=False``): a refusal, which the model accepts
+#: only where it refuses too (SPEC LOCK-6).
+REFUSED = _Outcome("refused")
+#: The recorded result of a ``raise_max_sessions(n)`` that raised ``ValueError``: what the
+#: model asks of a non-positive ``n`` (SPEC ADMIT-7), and of no other.
+VALUE_ERROR = _Outcome("ValueError")
 
 
 @dataclass(frozen=True)
@@ -72,11 +82,14 @@ class Call:
 
 
 def call_text(method: str, args: Sequence[Any]) -> str:
-    """``method(*args)`` as Python; ``len`` and ``in`` as ``len(manager)``, ``'a' in manager``."""
+    """``method(*args)`` as Python; ``len``, ``in`` and ``max_sessions`` (an attribute read) as
+    ``len(manager)``, ``'a' in manager``, ``manager.max_sessions``."""
     if method == "len":
         return "len(manager)"
     if method == "in":
         return f"{args[0]!r} in manager"
+    if method == "max_sessions":
+        return "manager.max_sessions"
     return f"{method}({', '.join(map(repr, args))})"
 
 
@@ -236,6 +249,7 @@ class _LruState(NamedTuple):
     hits: int
     misses: int
     evictions: int
+    cap: int  # the max_sessions in force
 
 
 class LruModel:
@@ -245,24 +259,42 @@ class LruModel:
     call does, on a table thawed from the frozen state. Calls use normalised string
     keys. ``get_or_create_session`` must return the table's session on a hit and a
     never-seen session on a miss; ``drop_session`` returns whether the key was
-    present; ``len`` and ``in`` are pure reads; ``stats`` is observed as
-    ``(sessions, hits, misses, evictions)``. With ``evict_when_full=False`` (admission
-    control, SPEC LOCK-6) a miss on a full table must be ``REFUSED`` and changes nothing.
+    present; ``len``, ``in`` and ``max_sessions`` (the attribute) are pure reads;
+    ``stats`` is observed as ``(sessions, hits, misses, evictions)``. With
+    ``evict_when_full=False`` (admission control, SPEC LOCK-6) a miss on a full table
+    must be ``REFUSED`` and changes nothing.
+
+    ``raise_max_sessions(n)`` (SPEC ADMIT-6, ADMIT-7) returns True and sets the cap when
+    ``n`` is above the cap in force, returns False and changes nothing for a positive
+    ``n`` at or below it, and is ``VALUE_ERROR`` for ``n <= 0``, changing nothing.
+
+    ``stale_raises`` names raise calls (by their ``invoked`` stamp) whose result is taken
+    as the subject reported it: True sets the cap to their ``n``, lower or not, False
+    changes nothing. That is what a raise whose comparison read the cap before another
+    raise wrote it can do; a machine asks such a model only once the spec's has found no
+    order, to tell a stale comparison from a wrong table. ``n <= 0`` is judged as ever.
     """
 
-    def __init__(self, max_sessions: int, *, evict_when_full: bool = True) -> None:
+    def __init__(
+        self,
+        max_sessions: int,
+        *,
+        evict_when_full: bool = True,
+        stale_raises: Collection[int] = (),
+    ) -> None:
         self.max_sessions = max_sessions
         self.evict_when_full = evict_when_full
+        self.stale_raises = frozenset(stale_raises)
 
     def initial(self) -> _LruState:
-        return _LruState((), frozenset(), 0, 0, 0)
+        return _LruState((), frozenset(), 0, 0, 0, self.max_sessions)
 
     def step(self, state: _LruState, call: Call) -> Step:
         handler = getattr(self, f"_{call.method}")
         return handler(state, call)  # type: ignore[no-any-return]
 
     def _thaw(self, state: _LruState) -> LruTable:
-        table = LruTable(self.max_sessions, evict_when_full=self.evict_when_full)
+        table = LruTable(state.cap, evict_when_full=self.evict_when_full)
         table.order = dict(state.table)
         table.hits, table.misses, table.evictions = state.hits, state.misses, state.evictions
         return table
@@ -270,7 +302,12 @@ class LruModel:
     @staticmethod
     def _freeze(table: LruTable, created: frozenset[str]) -> _LruState:
         return _LruState(
-            tuple(table.order.items()), created, table.hits, table.misses, table.evictions
+            tuple(table.order.items()),
+            created,
+            table.hits,
+            table.misses,
+            table.evictions,
+            table.max_sessions,
         )
 
     def _get_or_create_session(self, state: _LruState, call: Call) -> Step:
@@ -300,3 +337,17 @@ class LruModel:
     def _stats(self, state: _LruState, call: Call) -> Step:
         expected = (len(state.table), state.hits, state.misses, state.evictions)
         return Step(call.result == expected, state, expected)
+
+    def _max_sessions(self, state: _LruState, call: Call) -> Step:
+        return Step(call.result == state.cap, state, state.cap)
+
+    def _raise_max_sessions(self, state: _LruState, call: Call) -> Step:
+        n = call.args[0]
+        table = self._thaw(state)
+        try:
+            raised = table.raise_max_sessions(n)
+        except ValueError:  # ADMIT-7: nothing changes
+            return Step(call.result is VALUE_ERROR, state, VALUE_ERROR)
+        if call.invoked in self.stale_raises and isinstance(call.result, bool):
+            return Step(True, state._replace(cap=n) if call.result else state, raised)
+        return Step(call.result is raised, self._freeze(table, state.created), raised)

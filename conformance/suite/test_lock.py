@@ -63,6 +63,11 @@ from sessionstate.conformance._machine.lock_capacity import (
     judge_histories,
     record_capacity_history,
 )
+from sessionstate.conformance._machine.lock_raise import (
+    RAISE_HISTORIES_PER_EXAMPLE,
+    blame_raises,
+    record_raise_history,
+)
 from sessionstate.conformance._model.linearizability import LruModel, call_text, linearize
 from sessionstate.conformance.checks import calling, check, check_equal
 
@@ -256,3 +261,35 @@ def test_admission_histories_are_linearizable(subject: Any, batch: int) -> None:
         ((seed, record_capacity_history(subject, seed, admission=True)) for seed in seeds),
         LruModel(MAX_SESSIONS, evict_when_full=False),
     )
+
+
+# raise_max_sessions among the threads ---------------------------------------------------
+
+
+@pytest.mark.clause("ADMIT-12", "LOCK-2", "LOCK-5", "LOCK-6")
+# As LOCK-6: a tenth of the profile's examples (at least two), each a batch of
+# RAISE_HISTORIES_PER_EXAMPLE histories per policy.
+@settings(max_examples=max(2, settings.default.max_examples // 10))  # type: ignore[union-attr]
+@given(batch=rounds)
+def test_raise_histories_are_linearizable(subject: Any, batch: int) -> None:
+    """Threads raising the cap (``n`` equal to it, one or two above, far above, zero or
+    negative) among hits, misses and drops on a full table, evicting (LOCK-5) and refusing
+    (LOCK-6), record histories that have an order, consistent with real time, that the
+    sequential model with ``raise_max_sessions`` accepts; a history explained only once
+    racing raises keep the results they reported fails ADMIT-12 (a comparison made outside
+    the lock). Every table call enters the injected lock, also after a raise (LOCK-2), and
+    a raise that returned True compared and wrote inside it (ADMIT-12)."""
+    histories = range(
+        batch * RAISE_HISTORIES_PER_EXAMPLE, (batch + 1) * RAISE_HISTORIES_PER_EXAMPLE
+    )
+    for clause, refusing in (("LOCK-5", False), ("LOCK-6", True)):
+        seeds = [f"raise/{clause}/{n}" for n in histories]
+        judge_histories(
+            clause,
+            (
+                (seed, record_raise_history(subject, seed, refusing=refusing, clause=clause))
+                for seed in seeds
+            ),
+            LruModel(MAX_SESSIONS, evict_when_full=not refusing),
+            blame=blame_raises,
+        )

@@ -12,6 +12,7 @@ import pytest
 
 from sessionstate.conformance._model.linearizability import (
     REFUSED,
+    VALUE_ERROR,
     Call,
     LruModel,
     Recorder,
@@ -268,3 +269,76 @@ class TestAdmission:
         recorder = Recorder()
         recorder.call("get_or_create_session", ("a",), lambda: REFUSED)
         assert recorder.calls[0].result is REFUSED
+
+
+class TestRaise:
+    """``raise_max_sessions(n)``: True and the cap set when ``n`` is above it, False for a
+    positive ``n`` at or below it, ``VALUE_ERROR`` for ``n <= 0``; ``max_sessions`` reads
+    the cap in force."""
+
+    def test_a_raise_admits_more_and_reads_back(self) -> None:
+        calls = sequential(
+            ("get a", "s0"), ("get b", "s1"), ("raise_max_sessions 3", True),
+            ("get c", "s2"), ("len", 3), ("max_sessions", 3), ("get d", REFUSED),
+        )  # fmt: skip
+        calls[2] = Call("A", "raise_max_sessions", (3,), True, 4, 5)  # an int n
+        assert linearize(calls, LruModel(2, evict_when_full=False)).linearizable
+        assert [c.text() for c in calls[2::3]] == ["raise_max_sessions(3)", "manager.max_sessions"]
+
+    @pytest.mark.parametrize(
+        ("n", "result"), [(2, False), (1, False), (0, VALUE_ERROR), (-1, VALUE_ERROR), (5, True)]
+    )
+    def test_each_value_around_the_cap(self, n: int, result: Any) -> None:
+        calls = [Call("A", "raise_max_sessions", (n,), result, 0, 1)]
+        assert linearize(calls, LruModel(2)).linearizable
+        wrong = [Call("A", "raise_max_sessions", (n,), not result, 0, 1)]
+        verdict = linearize(wrong, LruModel(2))
+        assert (verdict.outcome, verdict.rejected) == ("not linearizable", [(0, result)])
+
+    def test_a_refused_value_changes_nothing(self) -> None:
+        calls = [
+            Call("A", "raise_max_sessions", (0,), VALUE_ERROR, 0, 1),
+            Call("A", "raise_max_sessions", (2,), False, 2, 3),
+            Call("A", "max_sessions", (), 2, 4, 5),
+        ]
+        assert linearize(calls, LruModel(2)).linearizable
+
+    def test_the_cap_evicts_after_a_raise(self) -> None:
+        """Cap 1 raised to 2: a third session evicts only the first."""
+        calls = sequential(
+            ("get a", "s0"), ("raise_max_sessions 2", True), ("get b", "s1"), ("get c", "s2"),
+            ("in b", True), ("stats", (2, 0, 3, 1)),
+        )  # fmt: skip
+        calls[1] = Call("A", "raise_max_sessions", (2,), True, 2, 3)
+        assert linearize(calls, LruModel(1)).linearizable
+        calls[1] = Call("A", "raise_max_sessions", (2,), False, 2, 3)
+        assert linearize(calls, LruModel(1)).outcome == "not linearizable"
+
+    def test_two_overlapping_raises_to_one_value_are_not_both_true(self) -> None:
+        calls = [
+            Call("A", "raise_max_sessions", (3,), True, 0, 3),
+            Call("B", "raise_max_sessions", (3,), True, 1, 2),
+        ]
+        assert linearize(calls, LruModel(2)).outcome == "not linearizable"
+
+    def test_overlapping_raises_may_land_in_either_order_but_the_cap_only_rises(self) -> None:
+        both = [
+            Call("A", "raise_max_sessions", (4,), True, 0, 3),
+            Call("B", "raise_max_sessions", (3,), True, 1, 2),
+        ]
+        assert linearize([*both, Call("S", "max_sessions", (), 4, 4, 5)], LruModel(2)).linearizable
+        lower = linearize([*both, Call("S", "max_sessions", (), 3, 4, 5)], LruModel(2))
+        assert lower.outcome == "not linearizable"
+
+    def test_stale_raises_keep_what_they_reported(self) -> None:
+        """The model a machine asks once the spec's failed: the named raises' results are
+        taken as reported, so the lower cap may land last; others are judged as ever."""
+        both = [
+            Call("A", "raise_max_sessions", (4,), True, 0, 3),
+            Call("B", "raise_max_sessions", (3,), True, 1, 2),
+            Call("S", "max_sessions", (), 3, 4, 5),
+        ]
+        assert linearize(both, LruModel(2, stale_raises={0, 1})).linearizable
+        assert linearize(both, LruModel(2, stale_raises={0})).outcome == "not linearizable"
+        rejected = [Call("A", "raise_max_sessions", (0,), False, 0, 1)]
+        assert not linearize(rejected, LruModel(2, stale_raises={0})).linearizable
