@@ -21,6 +21,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from hypothesis.strategies import SearchStrategy
 
 from sessionstate.conformance._harness.devices import allocate, available_devices
+from sessionstate.conformance._machine.object_accounting import check_object_bytes
 from sessionstate.conformance._machine.object_mirror import ModelMirror, check_recomputable
 from sessionstate.conformance.checks import (
     ClauseFailure,
@@ -121,8 +122,7 @@ class StateObjectMachine(RuleBasedStateMachine):
 
     def _create(self) -> Any:
         with calling("OBJ-1", f"{self.spec.name} factory()"):
-            obj = self.spec.factory()
-        return obj
+            return self.spec.factory()
 
     def held_allocations(self, clause: str = "OBJ-2") -> list[Allocation]:
         """The allocations behind ``held(obj)``: none, and ``held`` not called, while the
@@ -443,12 +443,12 @@ class StateObjectMachine(RuleBasedStateMachine):
         return self.allocated and (self.spec.resident_from == "allocate" or self.committed)
 
     def _check_bytes(self) -> None:
-        observed = self._bytes("OBJ-2")
+        counted = self._bytes("OBJ-2")
         expected = self.memory.expected(self.held_allocations())
         clause = "OBJ-2" if self.allocated else "OBJ-1"
-        if nonzero(observed) != nonzero(expected) and self._counts_staged(observed):
+        if nonzero(counted) != nonzero(expected) and self._counts_staged(counted):
             clause = "OBJ-3"
-        check_bytes(observed, expected, clause, "nbytes_by_device(set())", self._when())
+        check_object_bytes(self, counted, expected, clause, "nbytes_by_device(set())", self._when())
 
     def _check_seen(self) -> None:
         seen: set[Any] = set()
@@ -470,8 +470,8 @@ class StateObjectMachine(RuleBasedStateMachine):
         expected = self.memory.expected([*self.held_allocations(), *self.attrs])
         with calling("OBJ-4", f"session.nbytes_by_device() {self._when()}"):
             observed = self.session.nbytes_by_device()
-        what = "session.nbytes_by_device()"
-        check_bytes(observed, expected, "OBJ-4", what, f"{self._when()}, attrs alias the object")
+        what, when = "session.nbytes_by_device()", f"{self._when()}, attrs alias the object"
+        check_object_bytes(self, observed, expected, "OBJ-4", what, when, self.attrs)
 
 
 @cache

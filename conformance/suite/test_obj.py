@@ -26,6 +26,7 @@ from sessionstate.conformance._machine.obj import (
     naming_spec,
     spec_params,
 )
+from sessionstate.conformance._machine.object_accounting import accounting_clauses, tagged
 from sessionstate.conformance._machine.stateful import run_steps
 from sessionstate.conformance.specs import StateObjectSpec
 from sessionstate.conformance.subject import UsageError, typed_specs
@@ -34,7 +35,10 @@ from sessionstate.conformance.subject import UsageError, typed_specs
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrize ``spec`` by the subject's specs (``spec_params``, clause marks per item),
     and ``each_spec`` (every spec) and ``model_spec`` (the specs with a model) by name:
-    their tests carry their own clause marks. An empty list is one ``None``, which skips."""
+    their tests carry their own clause marks. An empty list is one ``None``, which skips.
+    The tests of ``spec`` and ``model_spec`` check an object's bytes after every step, and
+    blame a wrong count on the subject's accounting when it is its (``object_accounting``):
+    where the subject has the hook, their items carry its clauses too (``tagged``)."""
     names = {"spec", "each_spec", "model_spec"} & set(metafunc.fixturenames)
     if not names:
         return
@@ -43,11 +47,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         specs = typed_specs(subject, "state_objects", StateObjectSpec)
     except UsageError as error:
         raise pytest.UsageError(str(error)) from None
+    also = accounting_clauses(subject)  # the machine may blame the subject's accounting
     if "spec" in names:
-        metafunc.parametrize("spec", spec_params(specs))
+        metafunc.parametrize("spec", tagged(spec_params(specs), also))
     for name in names - {"spec"}:
         chosen = [s for s in specs if s.oracle()] if name == "model_spec" else list(specs)
-        metafunc.parametrize(name, chosen or [None], ids=[s.name for s in chosen] or ["none"])
+        params = [pytest.param(s, id=s.name) for s in chosen] or [pytest.param(None, id="none")]
+        metafunc.parametrize(name, tagged(params, also) if name == "model_spec" else params)
 
 
 def _spec(
