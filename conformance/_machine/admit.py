@@ -22,6 +22,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from sessionstate.conformance._model.manager import NON_POSITIVE, LruTable, spec_key
 from sessionstate.conformance.checks import ClauseFailure, calling, check, check_equal
+from sessionstate.conformance.sizes import COUNT_BOUND, sizes
 from sessionstate.conformance.strategies import TRICKY_SESSION_IDS
 from sessionstate.conformance.strategies import session_ids as id_pool
 
@@ -156,8 +157,10 @@ def _refusal_clause(model: LruTable, observed: object, could_refuse: bool) -> st
 
 
 ids = id_pool("a", "b", "c", "d", 7, None, "")
-capacities = st.integers(min_value=1, max_value=3)
-new_capacities = st.integers(min_value=-1, max_value=4)
+#: Small caps, so the few ids fill the table; a raise drawn by the boundary rule, from the
+#: non-positive (ADMIT-7) and the cap itself to far above it (63, 64, 65, 128, ..., 4,097).
+capacities = sizes(1, 3)
+new_capacities = sizes(-1, COUNT_BOUND)
 flags = st.booleans()
 
 # One id per key in ``ids`` ("" and None are both "default").
@@ -343,6 +346,8 @@ class AdmissionMachine(RuleBasedStateMachine):
             twin.evict_when_full = True
         remaining, evicted = list(order), []
         for n in range(self.model.max_sessions):
+            if not remaining:  # a raised cap of thousands: stop once every key is out
+                break
             outcome_of(partial(twin.get_or_create_session, f"newcomer{n}"))
             evicted += [key for key in remaining if key not in twin]
             remaining = [key for key in remaining if key in twin]

@@ -30,6 +30,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from sessionstate.conformance._machine.admit import outcome_of
 from sessionstate.conformance._model.manager import SPEC, LruTable, Semantics, spec_key
 from sessionstate.conformance.checks import calling, check, check_equal
+from sessionstate.conformance.sizes import sizes
 from sessionstate.conformance.strategies import TRICKY_SESSION_IDS
 
 __all__ = [
@@ -81,7 +82,7 @@ class LostMachine(RuleBasedStateMachine):
         self.sessions: dict[Hashable, object] = {}  # key -> the session object it holds
         self.trace: list[tuple[str, object]] = []
 
-    @initialize(max_sessions=st.integers(1, 3))
+    @initialize(max_sessions=sizes(1, 3))
     def make_manager(self, max_sessions: int) -> None:
         call = f"SessionStateManager(max_sessions={max_sessions}, byte_budget=None)"
         with calling("LOST-1", call):

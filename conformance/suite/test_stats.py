@@ -29,6 +29,7 @@ from sessionstate.conformance._machine.manager import (
 from sessionstate.conformance._machine.stateful import run_steps
 from sessionstate.conformance._model import memory
 from sessionstate.conformance.checks import calling, check_bytes, check_equal
+from sessionstate.conformance.sizes import sizes
 
 OBSERVERS = {
     "in": lambda manager: "b" in manager,  # the least recent: a refresh would save it
@@ -150,11 +151,11 @@ PROGRAMS = {
     "mixed": _program(2, "+b", "+a", "+b", "+c", "-a", "-b", "+a", "-c", "-c", "+b", "+c"),
 }
 
-capacities = st.integers(min_value=1, max_value=3)
+capacities = sizes(1, 3)
 calls = st.builds(
     Call, st.sampled_from(("get_or_create_session", "drop_session")), st.sampled_from("abc")
 )
-programs = st.lists(calls, max_size=12)
+programs = sizes(0, 12).flatmap(lambda n: st.lists(calls, min_size=n, max_size=n))
 
 
 def _check_conservation(subject: Any, max_sessions: int, program: Sequence[Call]) -> None:
