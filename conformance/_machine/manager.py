@@ -663,6 +663,15 @@ def _view_or_refusal(buffer: Any, resident: bool | None) -> list[Any]:
         return []
 
 
+#: ``attrs`` is a ``dict[str, object]``: any ``str`` is a key, ``_``-prefixed ones included
+#: (a reset or an accounting that skips "private" keys is wrong), the usual names first.
+ATTR_NAMES = st.one_of(
+    st.sampled_from(["language", "prompt_embeds", "vae_cache"]),
+    st.text(),
+    st.text().map(lambda text: f"_{text}"),
+)
+
+
 class ContentsMachine(ManagerMachine):
     """``ManagerMachine`` with sessions that hold buffers and attributes, and resets.
 
@@ -734,11 +743,7 @@ class ContentsMachine(ManagerMachine):
             buffer.obj.append(value.value)
         buffer.append(value)
 
-    @rule(
-        session=sessions,
-        name=st.sampled_from(["language", "prompt_embeds", "vae_cache"]),
-        value=values,
-    )
+    @rule(session=sessions, name=ATTR_NAMES, value=values)
     def set_attr(self, session: SessionModel, name: str, value: Held) -> None:
         with calling("RESET-4", f"session #{session.number}.attrs[{name!r}] = {value!r}"):
             session.obj.attrs[name] = value.value
