@@ -305,7 +305,7 @@ class _Walk:
             if start is not None:
                 nbytes = self.spans().cover(device, start, nbytes)
         # ACCT-3: meta storages have no memory and all sit at address 0: told apart by identity.
-        seen.add(storage)  # also pins it: its address cannot be reused while seen lives
+        seen.add(storage)  # ACCT-5: also pins it, so its address is not reused while seen lives
         totals = self.totals
         totals[device] = totals.get(device, 0) + nbytes
 

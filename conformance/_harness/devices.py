@@ -12,9 +12,11 @@ storage has data pointer 0, which is what catches address-keyed dedup,
 ACCT-3); ``cuda:N`` for real GPUs; without a GPU, ``cuda:0``/``cuda:1`` are
 *simulated* by host memory that reports a CUDA device, and behave as a real
 allocator does where accounting can tell: each live allocation has its own
-distinct non-zero address (zero-size ones 0), views share their base's storage
-object, the tensor *and its storage* report ``cuda:N``, results of operations
-stay on the device of their inputs, and ``to``/``cpu`` copy across devices.
+distinct non-zero address (zero-size ones 0), the address of a freed one goes to
+the next allocation of its size at once, as a caching allocator's does
+(``_harness.caching_allocator``), views share their base's storage object, the
+tensor *and its storage* report ``cuda:N``, results of operations stay on the
+device of their inputs, and ``to``/``cpu`` copy across devices.
 Building them imports nothing beyond torch (no ``torch._dynamo``).
 
 The run's devices are this machine's (``machine_devices``), or the selection
@@ -24,6 +26,7 @@ The run's devices are this machine's (``machine_devices``), or the selection
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -33,6 +36,7 @@ from typing import Any, ClassVar, cast
 import numpy as np
 import torch
 
+from sessionstate.conformance._harness import caching_allocator
 from sessionstate.conformance._model.dtypes import (
     KINDS,
     QUANTIZED_DEVICES,
@@ -67,7 +71,9 @@ class _SimulatedStorage(torch.UntypedStorage):
 
     A real (CPU) storage whose Python object says which device it stands for:
     torch keeps a storage's Python object for as long as the storage lives, so
-    every ``untyped_storage()`` of every view returns this same object.
+    every ``untyped_storage()`` of every view returns this same object, and its
+    finalizer runs when the storage is freed: its memory then goes to the
+    device's caching allocator.
     """
 
     __slots__ = ()
@@ -81,7 +87,13 @@ class _SimulatedStorage(torch.UntypedStorage):
         # torch's UntypedStorage constructor is unannotated.
         copy = torch.UntypedStorage(self.nbytes()).copy_(self)  # type: ignore[no-untyped-call]
         copy.__class__ = type(self)
+        caching_allocator.reuse(copy)
         return copy
+
+    def __del__(self) -> None:
+        # At interpreter exit the module may be half torn down: the memory is freed anyway.
+        with contextlib.suppress(Exception):
+            caching_allocator.release(self)
 
 
 class _SimulatedTensor(torch.Tensor):
@@ -205,6 +217,7 @@ def _on_device(
             if any(_shares(t, storage) for t in hosts):
                 return result  # a view of a host tensor (host.view_as(simulated))
             storage.__class__ = into.storage_class  # a new allocation, on the device
+            caching_allocator.reuse(storage)
     # A new Python object, so its class can change: no alias is made, so ``_base``,
     # autograd and the storage's object are exactly what torch made.
     result.__class__ = into
@@ -329,7 +342,9 @@ def _simulated(plain: torch.Tensor, device: str) -> torch.Tensor:
     """``plain`` (a new host tensor, or one over a new host storage) on simulated ``device``."""
     cls = _simulated_classes(device)
     if plain.layout is torch.strided:
-        plain.untyped_storage().__class__ = cls.storage_class
+        storage = plain.untyped_storage()
+        storage.__class__ = cls.storage_class
+        caching_allocator.reuse(storage)  # a block of its size freed last, if one is kept
     plain.__class__ = cls
     return plain
 

@@ -22,7 +22,7 @@ from sessionstate.conformance._harness.devices import (
     borrowing_available,
     is_simulated,
 )
-from sessionstate.conformance._model.memory import aliases, derivations, expected_bytes
+from sessionstate.conformance._model.memory import Held, aliases, derivations, expected_bytes
 from sessionstate.conformance.strategies import devices
 
 CUDA1 = "cuda:1" if "cuda:1" in available_devices() else None
@@ -70,6 +70,45 @@ def test_cuda_allocations_have_distinct_nonzero_addresses(device: str) -> None:
     addresses = [h.value.untyped_storage().data_ptr() for h in helds]
     assert 0 not in addresses
     assert len(set(addresses)) == len(addresses)
+
+
+SIMULATED = [d for d in CUDA if is_simulated(d)]
+
+
+def _tensor(held: Held) -> torch.Tensor:
+    assert isinstance(held.value, torch.Tensor)
+    return held.value
+
+
+def _address(value: torch.Tensor) -> int:
+    return int(value.untyped_storage().data_ptr())
+
+
+@pytest.mark.skipif(not SIMULATED, reason="no simulated cuda device: a real GPU's allocator reuses")
+@pytest.mark.parametrize("device", SIMULATED)
+def test_a_freed_address_goes_to_the_next_allocation_of_its_size(device: str) -> None:
+    """As a caching allocator does: once an allocation and its views are gone, the next
+    allocation of its size on its device is at its address at once, with its own contents;
+    while a view keeps it alive, or on another device or at another size, it is not."""
+    other_device = next(d for d in [*SIMULATED, "cuda:1", "cuda:0"] if d != device)
+    first = _tensor(allocate(device, (8, 4), "float32"))
+    view, address = first[1:], _address(first)
+    del first
+    alive = allocate(device, (8, 4), "float32")
+    assert _address(_tensor(alive)) != address  # the view keeps it
+    del view
+    elsewhere = [allocate(other_device, (8, 4)), allocate(device, (8, 5)), allocate(device, (0,))]
+    assert address not in [_address(_tensor(h)) for h in elsewhere]
+    again = allocate(device, (4, 8), "int32", fill=3)  # 128 bytes, as the freed one
+    tensor = _tensor(again)
+    assert _address(tensor) == tensor.data_ptr() == address
+    assert str(tensor.untyped_storage().device) == device
+    assert tensor.cpu().tolist() == [[3] * 8] * 4
+    assert expected_bytes([alive, again]) == {device: 256}
+    result = tensor + 1  # results of operations are allocations too
+    address = _address(result)
+    del result
+    assert _address(tensor * 2) == address
 
 
 @pytest.mark.parametrize("device", ["cpu", *CUDA])

@@ -42,6 +42,7 @@ LEAVES = (
     f"{C}._harness.frames",  # whose code a traceback frame is: suite, library or subject
     f"{C}._harness.suite_buffer",  # the buffer a subject without buffer_factory is given
     f"{C}._harness.devices",  # the devices and allocations the strategies draw values on
+    f"{C}._harness.caching_allocator",  # the simulated devices' reuse of freed blocks
 )
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("package root", ("sessionstate",)),  # its __version__; every subpackage is named below

@@ -2,8 +2,8 @@
 
 ``sessionstate.fixtures.upstream_like`` behaves as upstream vllm-omni's
 ``session_state`` package does, deviations included. The suite must fail exactly
-the clauses upstream genuinely breaks (ACCT-3 on meta only, ACCT-7, ACCT-9,
-RESET-2; ACCT-12 may fail or stay unchecked, its opaque tensors raising first),
+the clauses upstream genuinely breaks (ACCT-3 on meta only, ACCT-5 after a free, ACCT-7,
+ACCT-9, RESET-2; ACCT-12 may fail or stay unchecked, its opaque tensors raising first),
 and check every other applicable clause to the end: a false failure here is a
 gate a real project would switch off; an unchecked clause, a silent pass.
 """
@@ -17,6 +17,7 @@ from sessionstate.fixtures import upstream_like
 
 GENUINE = {
     "ACCT-3",
+    "ACCT-5",
     "ACCT-7",
     "ACCT-9",
     "ACCT-13",
