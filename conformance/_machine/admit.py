@@ -157,10 +157,11 @@ def _refusal_clause(model: LruTable, observed: object, could_refuse: bool) -> st
 
 
 ids = id_pool("a", "b", "c", "d", 7, None, "")
-#: Small caps, so the few ids fill the table; a raise drawn by the boundary rule, from the
-#: non-positive (ADMIT-7) and the cap itself to far above it (63, 64, 65, 128, ..., 4,097).
+#: Small caps, so the few ids fill the table; a raise drawn by the boundary rule, half the
+#: time near the cap (the table soon full again, refusing) and half from the non-positive
+#: (ADMIT-7) to far above it (63, 64, 65, 128, ..., 4,097).
 capacities = sizes(1, 3)
-new_capacities = sizes(-1, COUNT_BOUND)
+new_capacities = st.one_of(sizes(-1, 5), sizes(-1, COUNT_BOUND))
 flags = st.booleans()
 
 # One id per key in ``ids`` ("" and None are both "default").

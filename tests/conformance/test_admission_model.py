@@ -160,8 +160,15 @@ def test_machines_pass_correct_subjects(machine: Any, target: str) -> None:
 #: the instrumented lock), and a refusal whose conservation break the machines
 #: report first as the counter clause it also breaks (ADMIT-3).
 SCRIPTED_ONLY = {"admit_default_refuses", "admit_raise_unlocked", "admit_refusal_counts_eviction"}
+#: Bugs another machine reaches: a race between two raises (the LOCK histories,
+#: ``_machine/lock_raise.py``), and an order a raise rebuilt, which shows only in evictions
+#: deep into a table reordered by hits (the large-world ``RaisingMachine``, ``_machine/bulk.py``;
+#: ``tests/conformance/test_bulk.py``).
+OTHER_MACHINES = {"admit_raise_checked_outside", "admit_raise_rebuilds_order"}
 ADMIT_ZOO = [
-    name for name in module_names() if name.startswith("admit_") and name not in SCRIPTED_ONLY
+    name
+    for name in module_names()
+    if name.startswith("admit_") and name not in SCRIPTED_ONLY | OTHER_MACHINES
 ]
 
 
