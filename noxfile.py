@@ -110,6 +110,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/hotpaths.py", *session.posargs)
     session.run("python", "bench/suite_speed.py")
     session.run("python", "bench/reachability.py")
+    session.run("python", "bench/threshold_reach.py")
     session.run("python", "bench/render.py")
 
 

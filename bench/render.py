@@ -164,6 +164,31 @@ def value_reach_section(values: dict[str, Any]) -> list[str]:
     return lines[:-1]
 
 
+def thresholds_section(data: dict[str, Any]) -> list[str]:
+    """The share of runs crossing each size threshold (bench/threshold_reach.py)."""
+    profiles = [p for p in ("quick", "ci") if p in data]
+    runs = data.get("runs", {})
+    lines = [
+        "## Reach of the size thresholds",
+        "",
+        "The share of runs of the large-world machines (`test_large_world_machine` and "
+        "`test_raising_machine`, each profile's programs of each, on the reference, one random "
+        "seed a run) that cross each threshold real backends have (`python "
+        "bench/threshold_reach.py`; the derandomized quick run is held to cross every one by "
+        "`tests/conformance/test_reach.py`):",
+        "",
+        "| threshold | " + " | ".join(f"{p} ({runs.get(p, '?')} runs)" for p in profiles) + " |",
+        "|---|" + "---|" * len(profiles),
+    ]
+    for name in data[profiles[0]]:
+        cells = [f"{data[p][name] * 100:.0f} %" for p in profiles]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if "seconds" in data:
+        per_run = ", ".join(f"{p} {data['seconds'][p]:.1f} s" for p in profiles)
+        lines += ["", f"CPU time a run, both machines: {per_run}."]
+    return [*lines, ""]
+
+
 def _seconds(value: Any) -> str:
     return "" if value is None else f"{value:.2f}"
 
@@ -257,6 +282,9 @@ def main() -> None:
             lines += runs_section(reachability["runs"])
         if "values" in reachability:
             lines += value_reach_section(reachability["values"])
+    thresholds = _load("thresholds")
+    if thresholds:
+        lines += thresholds_section(thresholds)
     notes = HERE / "history.md"  # hand-written: before/after figures and what changed them
     if notes.exists():
         lines += ["", notes.read_text(encoding="utf-8").strip()]

@@ -9,12 +9,17 @@ side by side on the two cores, so that whatever else loads the machine falls on 
 ``git archive`` of a commit (``tree_import``). Prints, per tree, the median over subjects
 of the seconds from process start to the first clause failure, and the ratio new/old;
 ``--out FILE`` keeps every run as JSON.
+
+``--suite PROFILE`` times whole runs of the suite against the reference instead
+(``time_suite.py``), the two trees side by side, ``--seeds`` pairs: the median wall and CPU
+seconds of each tree and the ratios new/old.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -42,6 +47,36 @@ def _zoo(tree: str) -> dict[str, tuple[str, tuple[str, ...]]]:
     }
 
 
+def _time_suite(tree: str, profile: str) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, str(HERE / "time_suite.py"), profile],
+        capture_output=True, text=True, timeout=1800, cwd=HERE,
+        env={**os.environ, "SESSIONSTATE_TREE": tree},
+    )  # fmt: skip
+    run: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    if run["exit"] != 0:
+        raise SystemExit(f"{tree}: the suite exited {run['exit']} on the reference")
+    return run
+
+
+def suite_times(old: str, new: str, profile: str, pairs: int) -> None:
+    """Print the median wall and CPU seconds of whole runs of each tree, side by side."""
+    jobs = [tree for _ in range(pairs) for tree in (old, new)]
+    with ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(lambda tree: _time_suite(tree, profile), jobs))
+    for measure in ("wall_seconds", "cpu_seconds"):
+        medians = {
+            tree: statistics.median(
+                r[measure] for t, r in zip(jobs, runs, strict=True) if t == tree
+            )
+            for tree in (old, new)
+        }
+        print(
+            f"{profile} {measure}: old {medians[old]:.2f}, new {medians[new]:.2f}, "
+            f"ratio new/old {medians[new] / medians[old]:.3f} ({pairs} pairs)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("old")
@@ -49,7 +84,11 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--only", action="append", default=[])
     parser.add_argument("--out", default=None)
+    parser.add_argument("--suite", default=None, metavar="PROFILE")
     args = parser.parse_args()
+    if args.suite:
+        suite_times(args.old, args.new, args.suite, args.seeds)
+        return
     old, new = _zoo(args.old), _zoo(args.new)
     names = [n for n in new if n in old and old[n] == new[n] and (not args.only or n in args.only)]
     jobs = [
