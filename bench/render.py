@@ -169,6 +169,7 @@ def thresholds_section(data: dict[str, Any]) -> list[str]:
     profiles = [p for p in ("quick", "ci") if p in data]
     runs = data.get("runs", {})
     lines = [
+        "",
         "## Reach of the size thresholds",
         "",
         "The share of runs of the large-world machines (`test_large_world_machine` and "
@@ -183,6 +184,16 @@ def thresholds_section(data: dict[str, Any]) -> list[str]:
     for name in data[profiles[0]]:
         cells = [f"{data[p][name] * 100:.0f} %" for p in profiles]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if "address reuse" in data:
+        reuse = ", ".join(
+            f"{case} {share * 100:.0f} %" for case, share in data["address reuse"].items()
+        )
+        lines += [
+            "",
+            "A reused address (ACCT-5 across a free): every run makes `test_acct_reuse.py`'s "
+            "explicit cases, where the next allocation of a freed block's size got its address "
+            f"in this share of tries: {reuse}.",
+        ]
     if "seconds" in data:
         per_run = ", ".join(f"{p} {data['seconds'][p]:.1f} s" for p in profiles)
         lines += ["", f"CPU time a run, both machines: {per_run}."]

@@ -13,7 +13,10 @@ to cross it). Thresholds, read from each program's trace:
 * ``256-character prefix``: two distinct ids sharing their first 256 characters;
 * ``1,024 lookups``: 1,025 or more ``get_or_create_session`` calls, an eviction after the
   1,024th;
-* ``raise then eviction``: a raise that returned True, then an eviction.
+* ``raise then eviction``: a raise that returned True, then an eviction;
+* ``a reused address`` (``address_reuse``): how often a freed block's address goes to the
+  next allocation of its size, per device, in ``test_acct_reuse.py``'s explicit cases, which
+  every run makes.
 
 ``tests/conformance/test_reach.py`` holds a floor under the quick shares;
 ``python bench/threshold_reach.py`` writes ``bench/results-thresholds.json``, which
@@ -121,6 +124,31 @@ def measure(subject: Any, profile: str, runs: int) -> tuple[dict[str, float], fl
     return {name: counts[name] / runs for name in THRESHOLDS}, seconds
 
 
+def address_reuse(tries: int = 100) -> dict[str, float]:
+    """Per device, the share of frees whose address the next allocation of the same size got,
+    as ``test_acct_reuse.py``'s explicit cases make them (1 and 4 KiB on cpu, 4 KiB on each
+    simulated CUDA device): the threshold "a reused address" those cases cross in every run."""
+    import torch
+
+    from sessionstate.conformance._harness.devices import allocate, available_devices
+
+    shares: dict[str, float] = {}
+    cases = [("cpu", 256), ("cpu", 1024)]
+    cases += [(d, 1024) for d in available_devices() if d.startswith("cuda")]
+    for device, numel in cases:
+        reused = 0
+        for _ in range(tries):
+            freed = allocate(device, (numel,), "float32")
+            assert isinstance(freed.value, torch.Tensor)
+            address = freed.value.untyped_storage().data_ptr()
+            del freed
+            after = allocate(device, (numel,), "float32", fill=1)
+            assert isinstance(after.value, torch.Tensor)
+            reused += after.value.untyped_storage().data_ptr() == address
+        shares[f"{device}, {numel * 4} B"] = reused / tries
+    return shares
+
+
 def main(argv: Sequence[str]) -> None:
     """``python bench/threshold_reach.py [QUICK_RUNS [CI_RUNS]]`` (40 and 10 by default)."""
     from sessionstate.fixtures.reference_subject import subject
@@ -129,6 +157,7 @@ def main(argv: Sequence[str]) -> None:
     results: dict[str, Any] = {"runs": runs, "seconds": {}}
     for profile, count in runs.items():
         results[profile], results["seconds"][profile] = measure(subject, profile, count)
+    results["address reuse"] = address_reuse()
     (HERE / "results-thresholds.json").write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
 
