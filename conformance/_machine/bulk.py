@@ -92,6 +92,11 @@ class LargeWorldMachine(ManagerMachine):
     """``ManagerMachine`` with caps drawn by ``sizes()`` and the bulk steps of the module."""
 
     CAPACITIES = sizes(1, CAP_BOUND)
+    # Its sessions hold nothing (ContentsMachine's hold data): their bytes are the model's {}
+    # without an O(sessions) nbytes_by_device() a step, and their contents, empty, are read
+    # 16 a step in turn (each call's own result is checked as it returns).
+    READS_NBYTES = False
+    HOLDERS_AT_REST = 16
 
     def __init__(self, subject: Any) -> None:
         super().__init__(subject)
