@@ -21,7 +21,7 @@ from functools import cache
 from typing import Any, cast
 
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from sessionstate.conformance._model.bitwise import (
     Raised,
@@ -34,8 +34,9 @@ from sessionstate.conformance._model.bitwise import (
 from sessionstate.conformance._model.manager import LruTable, spec_key
 from sessionstate.conformance.adapters import POLICIES, AdapterSpec, Call
 from sessionstate.conformance.checks import ClauseFailure, calling, check_bytes, check_equal
+from sessionstate.conformance.sizes import COUNT_BOUND, sizes
 
-__all__ = ["AdapterMachine"]
+__all__ = ["AdapterMachine", "LongAdapterMachine"]
 
 #: The most calls one ``apply`` or ``apply_held`` step makes.
 CALLS_PER_STEP = 8
@@ -325,3 +326,58 @@ def _read(read: Callable[[Any], Any], state: Any) -> Any:
         return read(state)
     except Exception as error:
         return Raised(error)
+
+
+#: The most adapter calls one program of ``LongAdapterMachine`` makes: each costs about
+#: 0.18 ms on the reference's rollout (a fresh adapter, the call on both sides compared bit
+#: for bit, both object graphs walked), so a program takes about a fifth of a second.
+ADAPT_CALLS = 1024
+
+
+class LongAdapterMachine(AdapterMachine):
+    """``AdapterMachine`` with ``forwards``, a step of many: thousands of adapter calls a
+    program (at most ``ADAPT_CALLS``), each checked as ``apply`` checks it, over sessions
+    made, used and evicted (or refused and dropped) hundreds of times.
+
+    Checking a call costs what the bespoke state and the session hold (a bit-for-bit
+    comparison, a walk of both object graphs): bounded as long as the state is, which is
+    the spec's to say; a state that grows with every call makes a long program quadratic."""
+
+    def __init__(self, subject: Any, spec: AdapterSpec, *, policy: str = "evict") -> None:
+        super().__init__(subject, spec, policy=policy)
+        self.calls = 0
+
+    @property
+    def created(self) -> int:
+        """Sessions created over the program: the bespoke LRU's misses."""
+        return self.table.misses
+
+    @initialize(calls=call_lists, opening=st.sampled_from((False, *(True,) * 9)))
+    def start(self, calls: list[Call], opening: bool) -> None:
+        """The ``opening`` (nine programs in ten, never the simplest): half the program's
+        calls as ``forwards`` with a favourite, hundreds of sessions made beside it."""
+        if opening:
+            self.forwards(calls, ADAPT_CALLS // 2, 1, favourite=True)
+
+    @rule(calls=call_lists, times=sizes(1, COUNT_BOUND), run=sizes(1, COUNT_BOUND),
+          favourite=st.booleans())  # fmt: skip
+    def forwards(self, calls: list[Call], times: int, run: int, favourite: bool) -> None:
+        """``times`` forwards, each one of ``calls`` in turn through a fresh adapter (as
+        ``apply`` makes them), ``run`` in a row on one session before the next id of the
+        pool: a new session (the pool being larger than the table, an eviction) every
+        ``run`` forwards, and a long run is one session through thousands of calls. With
+        ``favourite``, every other forward is the pool's first id, the others taking the
+        rest of the pool in turn: one session lives through the step while a new one is
+        made (and one evicted) at every other forward. Under ``"refuse"``, when the table
+        is full, the least recent session is dropped first, as a refusing pipeline does."""
+        pool = self.spec.session_ids()
+        for n in range(min(times, ADAPT_CALLS - self.calls)):
+            session_id = pool[(n // run) % len(pool)]
+            if favourite:
+                session_id = pool[0] if n % 2 == 0 else pool[1 + (n // 2) % (len(pool) - 1)]
+            table = self.table
+            if not table.evict_when_full and table.full and spec_key(session_id) not in table.order:
+                least = next(iter(table.order))
+                self.drop_session(next(i for i in pool if spec_key(i) == least))
+            self.apply(session_id, [calls[n % len(calls)]], hold=False)
+            self.calls += 1

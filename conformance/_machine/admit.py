@@ -6,9 +6,9 @@ drop, a cap raise, as SPEC.md and the contract (section 6) describe them. It is 
 from the spec alone and never imports an implementation (zarr's rule for its store model:
 the oracle must not share the code under test). ``AdmissionMachine`` drives a subject's
 manager and the model side by side and compares them after every call, naming the ADMIT
-clause a difference breaks. The scripted ADMIT
-tests' steps (``make_manager``, ``admit``, ``refuse``, ``check_marks``, ...) and their lock
-(``CapLock``) follow.
+clause a difference breaks (``hit_clause``, ``admit_clause``, ...: ``admit_long`` names
+them alike). The scripted tests' steps (``make_manager``, ``admit``, ``refuse``, ...) and
+their lock (``CapLock``) follow.
 """
 
 from __future__ import annotations
@@ -35,16 +35,20 @@ __all__ = [
     "RefusingManagerMachine",
     "Same",
     "admit",
+    "admit_clause",
     "check_eviction_order",
     "check_marks",
     "counters",
+    "hit_clause",
     "make_manager",
     "non_positive",
     "outcome_of",
     "refusal",
+    "refusal_clause",
     "refuse",
     "refusing_manager",
     "set_evict_when_full",
+    "table_clause",
 ]
 
 #: Every clause the machine can fail; its tests carry all of them.
@@ -129,11 +133,11 @@ def outcome_of(call: Callable[[], Any]) -> Any:
 # most specific clause whose promise the call relied on.
 
 
-def _hit_clause(model: LruTable) -> str:
+def hit_clause(model: LruTable) -> str:
     return "ADMIT-10" if model.evict_when_full else "ADMIT-4"
 
 
-def _admit_clause(model: LruTable) -> str:
+def admit_clause(model: LruTable) -> str:
     """Why this miss must be admitted rather than refused."""
     if model.evict_when_full:
         return "ADMIT-11" if model.flipped else "ADMIT-10"
@@ -142,13 +146,13 @@ def _admit_clause(model: LruTable) -> str:
     return "ADMIT-5" if model.drops else "ADMIT-1"
 
 
-def _table_clause(model: LruTable) -> str:
+def table_clause(model: LruTable) -> str:
     """Why the table after an admitted miss must be what the model says: a refusing
     manager evicts nothing; an evicting one evicts as the LRU clauses say."""
-    return "ADMIT-10" if model.evict_when_full else _admit_clause(model)
+    return "ADMIT-10" if model.evict_when_full else admit_clause(model)
 
 
-def _refusal_clause(model: LruTable, observed: object, could_refuse: bool) -> str:
+def refusal_clause(model: LruTable, observed: object, could_refuse: bool) -> str:
     # A manager that evicted after evict_when_full was set to False ignored the setting,
     # if it is known to refuse at all: built evicting (the flag was all it had to go by)
     # or seen refusing before. One never seen refusing breaks ADMIT-1 itself.
@@ -223,11 +227,11 @@ class AdmissionMachine(RuleBasedStateMachine):
         call = f"get_or_create_session({session_id!r})"
         when = f"{call} with {self.model.describe()}"
         model, before = self.model, self.model.keys()
-        clauses = (_hit_clause(model), _admit_clause(model), _table_clause(model))
+        clauses = (hit_clause(model), admit_clause(model), table_clause(model))
         expected = model.get_or_create_session(session_id)
         observed = self._call(lambda manager: manager.get_or_create_session(session_id))
         if expected.kind == "refused":
-            clause = _refusal_clause(model, observed, self.could_refuse)
+            clause = refusal_clause(model, observed, self.could_refuse)
             check_equal(observed, refusal(session_id), clause, call, when)
             self.could_refuse = True
             self._check_state("ADMIT-2", "ADMIT-3", when)
@@ -356,15 +360,10 @@ class AdmissionMachine(RuleBasedStateMachine):
 
     @invariant()
     def check_conservation(self) -> None:
-        manager = self.manager
-        drops = self.successful_drops
-        check_equal(
-            manager.misses,
-            len(manager) + manager.evictions + drops,
-            "ADMIT-9",
-            "misses",
-            f"len(manager) + evictions + successful drops ({drops}), {self.model.describe()}",
-        )
+        manager, drops = self.manager, self.successful_drops
+        total = len(manager) + manager.evictions + drops
+        when = f"len(manager) + evictions + successful drops ({drops}), {self.model.describe()}"
+        check_equal(manager.misses, total, "ADMIT-9", "misses", when)
 
     @invariant()
     def check_max_sessions(self) -> None:

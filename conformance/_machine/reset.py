@@ -1,4 +1,5 @@
-"""The RESET machinery: StateObject doubles, session set-up, and ``SessionMapMachine``.
+"""The RESET machinery: StateObject doubles, session set-up, ``SessionMapMachine`` and its
+long program, ``LongSessionMapMachine``.
 
 Sessions come from the subject's manager. The objects put in them are the small
 StateObject doubles below, which record what was done to them; they subclass
@@ -14,9 +15,10 @@ from typing import Any
 
 import torch
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from sessionstate.conformance.checks import calling, check_equal
+from sessionstate.conformance.sizes import COUNT_BOUND, sizes
 from sessionstate.reference import StateObject
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "READS",
     "Double",
     "FaultyProbe",
+    "LongSessionMapMachine",
     "OtherProbe",
     "Probe",
     "SessionMapMachine",
@@ -224,5 +227,130 @@ class SessionMapMachine(RuleBasedStateMachine):
 
     @invariant()
     def check_replaced_objects_not_reset(self) -> None:
+        for obj in self.replaced:
+            check_equal(obj.resets, 0, "RESET-4", f"{obj!r}.resets", "after put() replaced it")
+
+
+#: The most sessions and calls (``put``, ``get``, and the calls that open sessions) of one
+#: program of ``LongSessionMapMachine``.
+MAP_SESSIONS = 1024
+MAP_CALLS = 4096
+
+
+class LongSessionMapMachine(RuleBasedStateMachine):
+    """``put``/``get``/``names`` (RESET-4) over hundreds of sessions of one manager, through
+    thousands of calls: a map shared between sessions, or one that changes past a size,
+    shows only there.
+
+    Each session has its own model: its names in first-put order and in last-put order (a
+    re-put may keep a name's place or move it last, as ``SessionMapMachine`` allows). Each
+    call is checked as it returns, in O(1): ``put`` returns its object and leaves the one it
+    replaced un-reset; ``get`` returns what the model holds, or None; a new session holds no
+    names. ``names()`` is read at rest, after each step, of the sessions the step touched
+    (O(their names)); ``finish()`` reads every session's and checks every replaced object
+    again, once (``SessionMapMachine`` rereads them all after each step)."""
+
+    def __init__(self, subject: Any) -> None:
+        super().__init__()
+        with calling("RESET-4", f"make_manager(max_sessions={MAP_SESSIONS})"):
+            self.manager = subject.make_manager(max_sessions=MAP_SESSIONS)
+        self.sessions: list[Any] = []
+        self.maps: list[dict[str, Probe]] = []  # first-put order
+        self.last_put: list[dict[str, None]] = []  # the order if a re-put moves its name last
+        self.held: set[int] = set()  # id() of the sessions, to skip one handed out twice
+        self.replaced: list[Probe] = []
+        self.touched: set[int] = set()
+        self.calls = self.made = 0
+
+    def _budget(self, count: int) -> int:
+        return max(0, min(count, MAP_CALLS - self.calls))
+
+    @initialize(count=sizes(1, MAP_SESSIONS), opening=st.sampled_from((False, *(True,) * 9)),
+                names=sizes(1, COUNT_BOUND), across=sizes(1, MAP_SESSIONS))  # fmt: skip
+    def start(self, count: int, opening: bool, names: int, across: int) -> None:
+        """``count`` sessions; the ``opening`` (nine programs in ten, never the simplest):
+        2,048 puts of ``names`` names across the first ``across`` of them, then 512 gets."""
+        self.open_sessions(count)
+        if opening and self.sessions:
+            self.puts(MAP_CALLS // 2, names, across, "")
+            self.gets(MAP_CALLS // 8, names, across, "")
+
+    @rule(count=sizes(1, MAP_SESSIONS))
+    def open_sessions(self, count: int) -> None:
+        """``count`` more sessions, each new and empty (a KEY or LRU bug that hands one out
+        twice is not this clause's: such a session is left out)."""
+        for _ in range(min(self._budget(count), MAP_SESSIONS - len(self.sessions))):
+            self.calls += 1
+            call = f"get_or_create_session('map{self.calls}').names()"
+            with calling("RESET-4", call):
+                session = self.manager.get_or_create_session(f"map{self.calls}")
+                names = list(session.names())
+            if id(session) in self.held:
+                continue
+            if names:
+                check_equal(names, [], "RESET-4", call, f"{len(self.sessions)} sessions open")
+            self.held.add(id(session))
+            self.sessions.append(session)
+            self.maps.append({})
+            self.last_put.append({})
+
+    def _targets(self, count: int, names: int, across: int, prefix: str) -> list[tuple[int, str]]:
+        """(session, name) of each call of a step: the first ``across`` sessions in turn,
+        each through ``prefix`` + 0, 1, ... up to ``names`` (few names re-put, many add: over
+        one session, a step puts thousands of names into it)."""
+        across = min(across, len(self.sessions))
+        calls = range(self._budget(count))
+        return [(i % across, f"{prefix}{(i // across) % names}") for i in calls]
+
+    @precondition(lambda self: self.sessions)
+    @rule(count=sizes(1, COUNT_BOUND), names=sizes(1, COUNT_BOUND), across=sizes(1, MAP_SESSIONS),
+          prefix=st.text(max_size=2) | st.sampled_from(NAMES))  # fmt: skip
+    def puts(self, count: int, names: int, across: int, prefix: str) -> None:
+        for index, name in self._targets(count, names, across, prefix):
+            self.calls, self.made = self.calls + 1, self.made + 1
+            obj, model, moved = Probe(f"p{self.made}"), self.maps[index], self.last_put[index]
+            call = f"session #{index}.put({name!r}, {obj!r})"
+            with calling("RESET-4", call):
+                returned = self.sessions[index].put(name, obj)
+            if returned is not obj:
+                check_equal(returned, obj, "RESET-4", call)
+            old = model.get(name)
+            if old is not None:
+                if old.resets:
+                    check_equal(old.resets, 0, "RESET-4", f"{old!r}.resets", f"after {call}")
+                self.replaced.append(old)
+                del moved[name]
+            model[name], moved[name] = obj, None
+            self.touched.add(index)
+
+    @precondition(lambda self: self.sessions)
+    @rule(count=sizes(1, COUNT_BOUND), names=sizes(1, COUNT_BOUND), across=sizes(1, MAP_SESSIONS),
+          prefix=st.text(max_size=2) | st.sampled_from(NAMES))  # fmt: skip
+    def gets(self, count: int, names: int, across: int, prefix: str) -> None:
+        for index, name in self._targets(count, names, across, prefix):
+            self.calls += 1
+            call = f"session #{index}.get({name!r})"
+            with calling("RESET-4", call):
+                got = self.sessions[index].get(name)
+            if got is not self.maps[index].get(name):
+                check_equal(got, self.maps[index].get(name), "RESET-4", call)
+
+    @invariant()
+    def check_names_of_touched_sessions(self) -> None:
+        for index in sorted(self.touched):
+            self._check_names(index)
+        self.touched.clear()
+
+    def _check_names(self, index: int) -> None:
+        call = f"session #{index}.names()"
+        with calling("RESET-4", call):
+            names = list(self.sessions[index].names())
+        if names != list(self.last_put[index]):  # a re-put may keep its place or move last
+            check_equal(names, list(self.maps[index]), "RESET-4", call)
+
+    def finish(self) -> None:
+        """After a program that passed: every session's names, every replaced object."""
+        for index in range(len(self.sessions)):
+            self._check_names(index)
         for obj in self.replaced:
             check_equal(obj.resets, 0, "RESET-4", f"{obj!r}.resets", "after put() replaced it")

@@ -2,7 +2,8 @@
 
 Needs the ``admission`` capability (skipped otherwise, from the clauses' ``Requires:``).
 Each clause has a short scripted test; two state machines from
-``sessionstate.conformance._machine.admit`` then mix every call, checked against the model.
+``sessionstate.conformance._machine.admit`` then mix every call, checked against the model,
+and one long program (``_machine.admit_long``) runs thousands of calls on a table of any size.
 A session is *marked* with ``attrs["mark"] = key`` when admitted, so a later reset or
 replacement of it shows.
 """
@@ -13,7 +14,7 @@ from functools import partial
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sessionstate.conformance._machine.admit import (
@@ -33,6 +34,7 @@ from sessionstate.conformance._machine.admit import (
     refusing_manager,
     set_evict_when_full,
 )
+from sessionstate.conformance._machine.admit_long import LongAdmissionMachine
 from sessionstate.conformance._machine.stateful import run_steps
 from sessionstate.conformance.checks import calling, check, check_equal
 from sessionstate.conformance.strategies import TRICKY_SESSION_IDS
@@ -269,3 +271,14 @@ def test_refusing_manager_machine(subject: Any, data: st.DataObject) -> None:
 def test_default_manager_machine(subject: Any, data: st.DataObject) -> None:
     """Every call on a manager built without evict_when_full agrees with the model."""
     run_steps(lambda: DefaultManagerMachine(subject), data)
+
+
+@pytest.mark.clause(*LongAdmissionMachine.CLAUSES)
+@settings(max_examples=max(2, settings.default.max_examples // 20))  # type: ignore[union-attr]
+@given(data=st.data())
+def test_long_program(subject: Any, data: st.DataObject) -> None:
+    """Thousands of calls on one refusing or evicting table of any size (hundreds of
+    sessions admitted, refused, dropped, evicted; raises, the flag switched), each checked
+    against the model as it returns; at the end every session is evicted in LRU order. (The
+    first program Hypothesis runs is its simplest; the others are drawn.)"""
+    run_steps(lambda: LongAdmissionMachine(subject), data)

@@ -3,7 +3,8 @@
 Needs the ``require_session`` capability (LOST-4 also ``threadsafe``; skipped otherwise,
 from the clauses' ``Requires:``). Scripted cases pin each clause's basic statement; the
 machine from ``sessionstate.conformance._machine.lost`` then mixes every call, checked
-against ``LruTable``; LOST-4 puts a drop or an eviction inside the call.
+against ``LruTable``, and one long program (``_machine.lost_long``) runs thousands of calls on
+a table of any size; LOST-4 puts a drop or an eviction inside the call.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sessionstate.conformance._machine.lost import (
@@ -21,6 +22,7 @@ from sessionstate.conformance._machine.lost import (
     check_atomic,
     lost_error_problem,
 )
+from sessionstate.conformance._machine.lost_long import LongLostMachine
 from sessionstate.conformance._machine.stateful import run_steps
 from sessionstate.conformance.checks import ClauseFailure, calling, check, check_equal
 
@@ -91,6 +93,17 @@ def test_an_absent_session_is_lost(subject: Any, history: str) -> None:
 def test_require_session_machine(subject: Any, data: st.DataObject) -> None:
     """Every require_session in any mix of creations, drops and evictions agrees with LruTable."""
     run_steps(lambda: LostMachine(subject), data)
+
+
+@pytest.mark.clause(*LongLostMachine.CLAUSES)
+@settings(max_examples=max(2, settings.default.max_examples // 20))  # type: ignore[union-attr]
+@given(data=st.data())
+def test_long_program(subject: Any, data: st.DataObject) -> None:
+    """Thousands of calls on one table of any size: hundreds of sessions created, required
+    while resident (the same session, one hit, made most recent), required once evicted,
+    dropped or never created (the lost error, nothing changed), each call checked against
+    the model as it returns; at the end every session is evicted in LRU order."""
+    run_steps(lambda: LongLostMachine(subject), data)
 
 
 MEDDLES = [

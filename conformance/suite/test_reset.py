@@ -3,7 +3,8 @@
 Sessions come from the subject's manager. The objects put in them are the small
 StateObject doubles of ``sessionstate.conformance._machine.reset``, which record what
 was done to them, never compute an expected value; ``SessionMapMachine`` there checks
-``put``/``get``/``names`` against a dict.
+``put``/``get``/``names`` against a dict, and ``LongSessionMapMachine`` does over hundreds of
+sessions and thousands of calls.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from typing import Any
 
 import pytest
 import torch
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sessionstate.conformance._machine.reset import (
     NAMES,
     FaultyProbe,
+    LongSessionMapMachine,
     OtherProbe,
     Probe,
     SessionMapMachine,
@@ -199,3 +201,12 @@ def test_get_or_create_after_reset_builds_fresh_objects(subject: Any) -> None:
 def test_get_put_names_behave_as_an_ordered_map(subject: Any, data: st.DataObject) -> None:
     """get returns the object or None; put stores and returns it, never resetting the old one."""
     run_steps(lambda: SessionMapMachine(subject), data)
+
+
+@pytest.mark.clause("RESET-4")
+@settings(max_examples=max(2, settings.default.max_examples // 20))  # type: ignore[union-attr]
+@given(data=st.data())
+def test_long_program(subject: Any, data: st.DataObject) -> None:
+    """The same over hundreds of sessions of one manager and thousands of puts and gets,
+    each checked as it returns; every session's names at the end."""
+    run_steps(lambda: LongSessionMapMachine(subject), data)
