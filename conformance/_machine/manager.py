@@ -522,7 +522,7 @@ class ManagerMachine(RuleBasedStateMachine):
         residents, and one of them was used after a session the subject kept (LRU-3: the
         hit did not make it most recent). Probes ``in`` on every resident: only once a
         check has failed, when order no longer matters."""
-        residents = [self.model.table[key] for key in self.model.lru.keys()]
+        residents = [self.model.table[key] for key in self.model.lru.order]
         try:
             present = [s.session_id in self.manager for s in residents]
         except Exception:
