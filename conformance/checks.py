@@ -8,7 +8,7 @@ first entries and how many more (a ``stats()`` of a million keys is not printed 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ClauseFailure",
+    "Lazy",
     "calling",
     "check",
     "check_bytes",
@@ -96,6 +97,17 @@ def clauses_of(error: BaseException) -> Iterable[str]:
         yield error.clause
     for inner in getattr(error, "exceptions", ()):
         yield from clauses_of(inner)
+
+
+class Lazy:
+    """Text made only when shown: a call's words for ``calling`` or a message, from a step
+    that makes thousands of calls and fails on at most one."""
+
+    def __init__(self, make: Callable[[], str]) -> None:
+        self.make = make
+
+    def __str__(self) -> str:
+        return self.make()
 
 
 @contextmanager

@@ -22,7 +22,7 @@ machines keep that check.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Hashable, Iterable
 from functools import partial
 from typing import Any
 
@@ -33,10 +33,10 @@ from sessionstate.conformance._machine import admit
 from sessionstate.conformance._machine.bulk import CAP_BOUND, NEWCOMER_REACH
 from sessionstate.conformance._model.manager import LruTable, spec_key
 from sessionstate.conformance._report.text import short_repr
-from sessionstate.conformance.checks import calling, check_equal
+from sessionstate.conformance.checks import Lazy, calling, check_equal
 from sessionstate.conformance.sizes import COUNT_BOUND, sizes
 
-__all__ = ["OPENINGS", "PROGRAM_CALLS", "Lazy", "LongAdmissionMachine"]
+__all__ = ["OPENINGS", "PROGRAM_CALLS", "LongAdmissionMachine"]
 
 #: The most calls of the surface one program makes (``finish()`` aside): a bulk step is cut
 #: to what is left, so a program's time is bounded whatever its steps drew.
@@ -47,16 +47,6 @@ PROGRAM_CALLS = 4096
 OPENINGS = st.sampled_from((False, *(True,) * 9))
 #: A recorded call: (the name of a method a manager shares with ``LruTable``, its argument).
 Call = tuple[str, Any]
-
-
-class Lazy:
-    """Text made only when shown: a failure message's call, from a step of thousands."""
-
-    def __init__(self, make: Callable[[], str]) -> None:
-        self.make = make
-
-    def __str__(self) -> str:
-        return self.make()
 
 
 def _apply(target: Any, call: Call) -> object:

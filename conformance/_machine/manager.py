@@ -23,7 +23,7 @@ whose expected bytes come from ``conformance._model.memory`` alone.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -63,6 +63,7 @@ __all__ = [
     "ManagerMachine",
     "OrderMachine",
     "check_construction",
+    "learned_once",
     "replay",
     "resurrected",
 ]
@@ -159,6 +160,17 @@ def key_suspects(subject: Any, ids: tuple[object, ...]) -> list[tuple[str, Seman
     return _LEARNED[cached][1]
 
 
+T = TypeVar("T")
+
+
+def learned_once(cache: dict[int, tuple[Any, T]], subject: Any, learn: Callable[[Any], T]) -> T:
+    """``learn(subject)``, asked once per subject: ``cache`` keeps the answer by the subject's
+    id, and the subject beside it, so that id is never another subject's."""
+    if id(subject) not in cache:
+        cache[id(subject)] = (subject, learn(subject))
+    return cache[id(subject)][1]
+
+
 _CONTAINS_REFRESHES: dict[int, tuple[Any, bool]] = {}
 
 
@@ -166,18 +178,19 @@ def contains_refreshes(subject: Any) -> bool:
     """Whether the subject's ``in`` makes a session the most recent (cached): table ``a b``
     at cap 2, ``'a' in manager``, then a miss; ``a`` kept means it did. Learned on a fresh
     manager, as ``drop_reorders`` is, and only used to confirm the STATS-4 suspect."""
-    if id(subject) not in _CONTAINS_REFRESHES:
-        try:
-            manager = subject.make_manager(max_sessions=2, byte_budget=None)
-            manager.get_or_create_session("a")
-            manager.get_or_create_session("b")
-            _ = "a" in manager
-            manager.get_or_create_session("c")
-            refreshes = "a" in manager
-        except Exception:
-            refreshes = True  # unknown: the suspect stands, as before
-        _CONTAINS_REFRESHES[id(subject)] = (subject, bool(refreshes))
-    return _CONTAINS_REFRESHES[id(subject)][1]
+    return learned_once(_CONTAINS_REFRESHES, subject, _learn_contains_refreshes)
+
+
+def _learn_contains_refreshes(subject: Any) -> bool:
+    try:
+        manager = subject.make_manager(max_sessions=2, byte_budget=None)
+        manager.get_or_create_session("a")
+        manager.get_or_create_session("b")
+        _ = "a" in manager
+        manager.get_or_create_session("c")
+        return bool("a" in manager)
+    except Exception:
+        return True  # unknown: the suspect stands, as before
 
 
 _DROP_ORDER: dict[int, tuple[Any, frozenset[str]]] = {}
@@ -199,9 +212,7 @@ def drop_reorders(subject: Any) -> frozenset[str]:
     are out of order there (it evicts the most recent, say) has an eviction bug that no
     drop explains, and its drops are never blamed for it.
     """
-    if id(subject) not in _DROP_ORDER:
-        _DROP_ORDER[id(subject)] = (subject, _learn_drop_order(subject))
-    return _DROP_ORDER[id(subject)][1]
+    return learned_once(_DROP_ORDER, subject, _learn_drop_order)
 
 
 def _learn_drop_order(subject: Any) -> frozenset[str]:
@@ -531,9 +542,11 @@ class ManagerMachine(RuleBasedStateMachine):
         oldest = sorted(residents, key=lambda s: s.number)[: len(lost)]
         if not lost or {s.number for s in lost} != {s.number for s in oldest}:
             return False
-        for rank, session in enumerate(residents):
-            kept_before = [r for r, here in zip(residents[:rank], present, strict=False) if here]
-            if session in lost and any(r.number > session.number for r in kept_before):
+        newest_kept = -1  # the latest created of the sessions kept, less recent than this one
+        for session, here in zip(residents, present, strict=True):
+            if here:
+                newest_kept = max(newest_kept, session.number)
+            elif newest_kept > session.number:
                 return True
         return False
 

@@ -39,10 +39,11 @@ def run_steps(factory: Callable[[], RuleBasedStateMachine], data: st.DataObject)
     The calling test's settings decide how many programs run; how long each is
     (``stateful_step_count``) is the profile's, loaded before this module is imported: the
     program's ``@given`` is built here, once, so a test-level ``stateful_step_count`` has no
-    effect (a long program gets its length from bulk steps or opening steps instead). A machine with a ``finish()`` method has
-    it called once its program ran to the end without failing: the last check of the
-    program, which may use up the state (``LargeWorldMachine`` evicts every session to
-    see the whole LRU order).
+    effect (a long program gets its length from bulk steps or opening steps instead).
+
+    A machine with a ``finish()`` method has it called once its program ran to the end
+    without failing: the last check of the program, which may use up the state
+    (``LargeWorldMachine`` evicts every session to see the whole LRU order).
     """
     built: list[RuleBasedStateMachine] = []
 
