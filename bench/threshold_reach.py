@@ -3,10 +3,10 @@
 A backend changes behaviour at its own constants; a bug that lives past one passes every
 program that stays below it. For each threshold the share of *runs* that cross it: a run
 is what one profile runs of ``test_large_world_machine`` and ``test_raising_machine``
-(``max_examples`` programs of each, ``stateful_step_count`` steps), on the reference, with
-a fresh random seed per run (the profiles derandomize, so one seed is one run; the share
-says how likely a run at another seed, or a subject that steers the search elsewhere, is
-to cross it). Thresholds, read from each program's trace:
+(``programs(max_examples)`` programs of each, ``stateful_step_count`` steps), on the
+reference, with a fresh random seed per run (the profiles derandomize, so one seed is one
+run; the share says how likely a run at another seed, or a subject that steers the search
+elsewhere, is to cross it). Thresholds, read from each program's trace:
 
 * ``65th session``: a miss while the table holds 64 or more sessions;
 * ``cap above 128 in use``: a cap of 129 or more with 129 or more sessions resident;
@@ -37,7 +37,7 @@ import hypothesis.core
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from sessionstate.conformance._machine.bulk import LargeWorldMachine, RaisingMachine
+from sessionstate.conformance._machine.bulk import LargeWorldMachine, RaisingMachine, programs
 from sessionstate.conformance._model.manager import Observation
 
 __all__ = ["THRESHOLDS", "crossed", "measure", "run_reach"]
@@ -104,7 +104,8 @@ def run_reach(subject: Any, profile: dict[str, int], seed: int | None) -> set[st
                 super().teardown()
 
         Recording.__name__ = machine.__name__
-        chosen = settings(database=None, deadline=None, derandomize=seed is None, **profile)
+        sizes = {**profile, "max_examples": programs(profile["max_examples"])}  # as the tests
+        chosen = settings(database=None, deadline=None, derandomize=seed is None, **sizes)
         hypothesis.core.global_force_seed = seed  # what --hypothesis-seed sets
         try:
             run_state_machine_as_test(lambda: Recording(subject), settings=chosen)

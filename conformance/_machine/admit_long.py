@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from sessionstate.conformance._machine import admit
-from sessionstate.conformance._machine.bulk import CAP_BOUND, NEWCOMER_REACH
+from sessionstate.conformance._machine.bulk import CAP_BOUND, NEWCOMER_REACH, OPENINGS
 from sessionstate.conformance._model.manager import LruTable, spec_key
 from sessionstate.conformance._report.text import short_repr
 from sessionstate.conformance.checks import Lazy, calling, check_equal
@@ -41,10 +41,6 @@ __all__ = ["OPENINGS", "PROGRAM_CALLS", "LongAdmissionMachine"]
 #: The most calls of the surface one program makes (``finish()`` aside): a bulk step is cut
 #: to what is left, so a program's time is bounded whatever its steps drew.
 PROGRAM_CALLS = 4096
-#: Whether a program opens with a long step (a quarter of ``PROGRAM_CALLS`` and more): nine
-#: times in ten, never in a program's simplest form. Hypothesis runs the simplest program
-#: first, so each of a run's drawn programs is long, whichever rules the swarm left on.
-OPENINGS = st.sampled_from((False, *(True,) * 9))
 #: A recorded call: (the name of a method a manager shares with ``LruTable``, its argument).
 Call = tuple[str, Any]
 

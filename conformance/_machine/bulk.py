@@ -35,12 +35,13 @@ from collections.abc import Hashable, Mapping
 from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import MultipleResults, multiple, precondition, rule
+from hypothesis.stateful import MultipleResults, initialize, multiple, precondition, rule
 
 from sessionstate.conformance._machine.admit import non_positive, outcome_of
 from sessionstate.conformance._machine.manager import (
     COUNTERS,
     ManagerMachine,
+    capacities,
     learned_once,
     resurrected,
     sessions,
@@ -61,6 +62,22 @@ RAISE_CLAUSES = ("ADMIT-6", "ADMIT-7", "ADMIT-10")
 #: O(sessions) in most managers, so the table's size, not the number of calls, is what a
 #: program's time grows with; counts of calls still go up to ``COUNT_BOUND``.
 CAP_BOUND = 2**10
+
+
+def programs(max_examples: int) -> int:
+    """How many programs a large-world test runs at a profile of ``max_examples``: half
+    (at least two). A bulk step makes up to thousands of calls, so a program of these
+    machines costs tens of ordinary ones; half as many keep every threshold of
+    ``bench/threshold_reach.py`` crossed by most quick runs (BENCHMARKS.md), and the
+    raising machine, which subjects with ``admission`` also run, is a second half."""
+    return max(2, max_examples // 2)
+
+
+#: Whether a program opens with a long step (or, in the raising machine, a raise that takes
+#: effect): nine times in ten, never in a program's simplest form. Hypothesis runs the
+#: simplest program first, so each of a run's drawn programs has one, whichever rules the
+#: swarm left on.
+OPENINGS = st.sampled_from((False, *(True,) * 9))
 #: How far ``newcomers`` goes past ``count``: nothing more, the free room, or every resident.
 NEWCOMER_REACH = ("count", "past room", "through")
 _GET_COUNTERS = {"hits": "LRU-1", "misses": "LRU-2", "evictions": "LRU-4"}
@@ -306,24 +323,41 @@ class RaisingMachine(LargeWorldMachine):
             return "ADMIT-6"
         return super()._order_damage()
 
-    @rule(data=st.data(), touch_first=st.booleans())
-    def raise_max_sessions(self, data: st.DataObject, touch_first: bool) -> None:
+    @initialize(max_sessions=capacities, opening=OPENINGS, step=sizes(1, CAP_BOUND))
+    def make_manager(self, max_sessions: int, opening: bool = False, step: int = 1) -> None:
+        """The manager, then (``opening``) a table filled to its cap, a hit on its least
+        recent session, a raise of the cap by ``step`` and newcomers that fill the room and
+        evict one session past it: every program but the simplest has a raise that took
+        effect followed by an eviction, whichever rules the swarm left on."""
+        super().make_manager(max_sessions)
+        if opening:
+            self.newcomers(count=0, reach="past room")
+            self._raise(self.model.max_sessions + step, touch_first=True, fill=True)
+
+    @rule(data=st.data(), touch_first=st.booleans(), fill=st.booleans())
+    def raise_max_sessions(self, data: st.DataObject, touch_first: bool, fill: bool) -> None:
         """A raise to a cap drawn as a size: above, equal to or below the cap in force, or
         not positive (then ValueError); the cap in force is read back at once, and the
         next misses evict by it. With ``touch_first``, a hit on the least recent session
-        comes first, so the order the raise must keep is not the order of creation."""
-        if touch_first and len(self.model.table) > 1:
-            least = self.model.table[self.model.lru.keys()[0]]
-            self._call_get(least.session_id, "the hit before a raise")
+        comes first, so the order the raise must keep is not the order of creation. With
+        ``fill``, a raise that took effect is followed by newcomers that fill the room it
+        made and evict one session past it: the threshold crossed in the same step."""
         cap = self.model.max_sessions
         n = data.draw(
             st.one_of(
                 st.sampled_from([cap + 1, cap, cap - 1, 0, -1]),
-                sizes(1, COUNT_BOUND).map(lambda step: cap + step),
-                sizes(1, COUNT_BOUND),
+                sizes(1, CAP_BOUND).map(lambda step: cap + step),
+                sizes(1, CAP_BOUND),
             ),
             label="n",
         )
+        self._raise(n, touch_first=touch_first, fill=fill)
+
+    def _raise(self, n: int, *, touch_first: bool, fill: bool) -> None:
+        """``raise_max_sessions(n)`` against the model (see ``raise_max_sessions``)."""
+        if touch_first and len(self.model.table) > 1:
+            least = self.model.table[self.model.lru.keys()[0]]
+            self._call_get(least.session_id, "the hit before a raise")
         call = f"raise_max_sessions({n})"
         when = f"after {call}; {self.model.describe()}"
         clause = "ADMIT-7" if n <= 0 else "ADMIT-6"
@@ -340,3 +374,5 @@ class RaisingMachine(LargeWorldMachine):
         expected_caps = (self.model.max_sessions, self.model.max_sessions)
         check_equal(caps, expected_caps, clause, "(max_sessions, stats()['max_sessions'])", when)
         self._after_step(call)
+        if fill and observed is True:
+            self.newcomers(count=1, reach="past room")

@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from sessionstate.conformance._machine.admit import outcome_of
-from sessionstate.conformance._machine.admit_long import OPENINGS, PROGRAM_CALLS
-from sessionstate.conformance._machine.bulk import CAP_BOUND, NEWCOMER_REACH
+from sessionstate.conformance._machine.admit_long import PROGRAM_CALLS
+from sessionstate.conformance._machine.bulk import CAP_BOUND, NEWCOMER_REACH, OPENINGS
 from sessionstate.conformance._machine.lost import ERROR_NAME, LOST_CLAUSES, POOL
 from sessionstate.conformance._machine.lost import lost_error_problem as problem_of
 from sessionstate.conformance._model.manager import LruTable, Semantics, spec_key

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionstate.conformance._machine.bulk import LargeWorldMachine, RaisingMachine
+from sessionstate.conformance._machine.bulk import LargeWorldMachine, RaisingMachine, programs
 from sessionstate.conformance._machine.manager import ManagerMachine, OrderMachine, replay
 from sessionstate.conformance._machine.stateful import run_steps
 from sessionstate.conformance.checks import check
@@ -45,6 +45,7 @@ def test_manager_machine(subject: Any, data: st.DataObject) -> None:
 
 
 @pytest.mark.clause(*LargeWorldMachine.CLAUSES)
+@settings(max_examples=programs(settings.default.max_examples))  # type: ignore[union-attr]
 @given(data=st.data())
 def test_large_world_machine(subject: Any, data: st.DataObject) -> None:
     """Caps drawn as sizes (63, 64, 65, 128, ...) and steps of many calls: fills, cycles of
@@ -53,6 +54,7 @@ def test_large_world_machine(subject: Any, data: st.DataObject) -> None:
 
 
 @pytest.mark.clause(*RaisingMachine.CLAUSES)
+@settings(max_examples=programs(settings.default.max_examples))  # type: ignore[union-attr]
 @given(data=st.data())
 def test_raising_machine(subject: Any, data: st.DataObject) -> None:
     """The same with raise_max_sessions among the steps: the raised cap is the one

@@ -76,9 +76,31 @@ class TestOnTheReference:
             def draw(self, strategy: object, label: str = "") -> int:
                 return 130
 
-        machine.raise_max_sessions(data=Drawn(), touch_first=False)
-        machine.newcomers(count=1, reach="past room")
+        machine.raise_max_sessions(data=Drawn(), touch_first=False, fill=True)
+        # fill: the 128 newcomers that fill the room, then one that evicts the oldest
         assert len(machine.manager) == 130 and machine.manager.max_sessions == 130
+        assert machine.manager.evictions == 1 and machine.manager.misses == 2 + 129
+        machine.finish()
+
+    def test_a_raise_that_did_not_take_effect_fills_nothing(self) -> None:
+        machine = _machine(reference, 4, RaisingMachine)
+
+        class Drawn:
+            def draw(self, strategy: object, label: str = "") -> int:
+                return 3
+
+        machine.raise_max_sessions(data=Drawn(), touch_first=True, fill=True)
+        assert machine.manager.misses == 0 and machine.manager.max_sessions == 4
+
+    def test_the_opening_raises_then_evicts_past_the_raised_cap(self) -> None:
+        machine = RaisingMachine(reference)
+        machine.make_manager(max_sessions=3, opening=True, step=2)
+        machine.check_at_rest()
+        # 3 to fill the table, a hit on the oldest, the raise to 5, 2 to fill, 1 past
+        assert machine.manager.max_sessions == 5 and len(machine.manager) == 5
+        assert (machine.manager.hits, machine.manager.misses) == (1, 6)
+        assert machine.manager.evictions == 1
+        assert "n1" in machine.manager and "n2" not in machine.manager  # n1 was hit
         machine.finish()
 
     def test_the_caps_reach_past_a_byte_and_the_counts_past_4096(self) -> None:
@@ -142,5 +164,5 @@ def test_a_raise_that_rebuilds_the_order_is_blamed_on_admit_6() -> None:
         def draw(self, strategy: object, label: str = "") -> int:
             return 5
 
-    machine.raise_max_sessions(data=Drawn(), touch_first=False)
+    machine.raise_max_sessions(data=Drawn(), touch_first=False, fill=False)
     _fails("ADMIT-6", machine.finish)

@@ -10,6 +10,8 @@ from hypothesis.errors import Unsatisfiable
 from sessionstate.conformance.checks import (
     ClauseFailure,
     Derailed,
+    Lazy,
+    calling,
     check,
     check_bytes,
     focused_on,
@@ -30,6 +32,25 @@ def test_byte_failures_show_what_the_subject_returned() -> None:
 
 def _quiet(test: object) -> object:
     return settings(max_examples=30, database=None, derandomize=True)(test)
+
+
+def test_calling_turns_an_exception_into_its_clause_and_lets_the_rest_through() -> None:
+    """``calling``: an Exception from subject code fails the clause, chained to it and
+    naming the call (built only then); a ClauseFailure and a BaseException pass as they are."""
+    made: list[str] = []
+    call = Lazy(lambda: made.append("made") or "get_or_create_session('a')")
+    with calling("LRU-1", call):
+        pass
+    assert made == []
+    with pytest.raises(ClauseFailure) as info, calling("LRU-1", call):
+        raise KeyError("a")
+    assert str(info.value).startswith("get_or_create_session('a') raised KeyError('a') [LRU-1]")
+    assert info.value.clause == "LRU-1" and isinstance(info.value.__cause__, KeyError)
+    with pytest.raises(ClauseFailure) as inner, calling("LRU-1", call):
+        check(False, "DROP-2", "another clause's failure")
+    assert inner.value.clause == "DROP-2"
+    with pytest.raises(KeyboardInterrupt), calling("LRU-1", call):
+        raise KeyboardInterrupt
 
 
 def test_a_focused_test_drops_examples_that_break_another_clause() -> None:
