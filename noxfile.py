@@ -39,6 +39,58 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "-n", "auto", "--dist", "worksteal", *session.posargs)
 
 
+def _floors() -> dict[str, str]:
+    """pyproject's runtime dependencies: distribution -> its floor (the release after ``>=``)."""
+    import tomllib
+
+    project = tomllib.loads(Path("pyproject.toml").read_text())["project"]
+    return {
+        name.strip(): version.strip()
+        for name, _, version in (r.partition(">=") for r in project["dependencies"])
+    }
+
+
+def _run_the_suite(session: nox.Session) -> None:
+    """The installed suite, as a user runs it: conformant on the reference (exit 0), and a
+    zoo subject's bug found and named (exit 1), each at the quick profile."""
+    session.run("pip", "check")
+    session.run("sessionstate", "check", "--profile", "quick")
+    found = session.run(
+        "sessionstate", "check", "sessionstate.fixtures.zoo.lru_mru_eviction:subject",
+        "--clause", "LRU", "--profile", "quick", success_codes=[1], silent=True,
+    )  # fmt: skip
+    if "LRU-4" not in str(found):
+        session.error(f"the zoo subject's LRU-4 bug was not named:\n{found}")
+
+
+@nox.session
+def lowest(session: nox.Session) -> None:
+    """The oldest releases pyproject.toml allows: each runtime dependency at its floor
+    (pins generated from pyproject, pip resolving what they need in turn), then the suite.
+    torch is the pinned CPU build, which is its floor (no older build is on hand)."""
+    session.install(TORCH)
+    pins = Path(session.create_tmp()) / "floors.txt"
+    floors = {name: version for name, version in _floors().items() if name != "torch"}
+    pins.write_text("".join(f"{name}=={version}\n" for name, version in floors.items()))
+    shutil.rmtree("build", ignore_errors=True)
+    session.install("-c", str(pins), *(f"{name}=={version}" for name, version in floors.items()))
+    session.install("-c", str(pins), ".")
+    _run_the_suite(session)
+
+
+@nox.session
+def newest(session: nox.Session) -> None:
+    """The newest releases pyproject.toml allows (``pip install -U``, every dependency
+    upgraded), torch held at the pinned build, then the suite: the next release that
+    breaks something the suite relies on is seen here first."""
+    session.install(TORCH)
+    held = Path(session.create_tmp()) / "torch.txt"
+    held.write_text(TORCH + "\n")
+    shutil.rmtree("build", ignore_errors=True)
+    session.install("-c", str(held), "-U", "--upgrade-strategy", "eager", ".")
+    _run_the_suite(session)
+
+
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """mypy --strict over all shipped code: the ``sessionstate`` package, which is src/,

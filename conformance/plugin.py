@@ -51,6 +51,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if suite_requested(config):
+        from sessionstate.conformance._harness.compat import unsupported
+
+        problem = unsupported()
+        if problem:  # before a suite module is imported: one line, never a clause failure
+            raise pytest.UsageError(f"sessionstate: {problem}")
     config.addinivalue_line("markers", "clause(*ids): the spec clause(s) this test checks")
     config.addinivalue_line("markers", "cuda: needs a real CUDA device")
     config.stash[RUN_STATE] = new_run_state(config)

@@ -68,6 +68,9 @@ def _fuzz(args: argparse.Namespace, passthrough: list[str]) -> int:
     from sessionstate.conformance._harness.fuzz import FuzzOptions, run_fuzz, usable_cores
     from sessionstate.conformance.subject import DEFAULT_TARGET
 
+    problem = unsupported_dependencies()
+    if problem:
+        return _usage_error("fuzz", RuntimeError(problem))
     values = command_values(args, "fuzz")
     values["target"] = values["target"] or DEFAULT_TARGET
     values["workers"] = usable_cores() if values["workers"] is None else values["workers"]
@@ -114,6 +117,14 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     commands.add_parser("demo", help="build a reference manager, use it, print stats()")
     return parser
+
+
+def unsupported_dependencies() -> str | None:
+    """``compat.unsupported()``: an installed pytest, Hypothesis, pytest-xdist or NumPy
+    older than the suite runs on, said before anything imports the suite."""
+    from sessionstate.conformance._harness.compat import unsupported
+
+    return unsupported()
 
 
 def _usage_error(command: str, error: Exception) -> int:
@@ -211,6 +222,9 @@ def _check(args: argparse.Namespace, passthrough: list[str]) -> int:
     from sessionstate.conformance._harness.supervisor import supervise
     from sessionstate.conformance.subject import DEFAULT_TARGET
 
+    problem = unsupported_dependencies()
+    if problem:
+        return _usage_error("check", RuntimeError(problem))
     values = command_values(args, "check")
     if values.pop("list_clauses"):
         return _spec()
