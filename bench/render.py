@@ -173,7 +173,7 @@ def thresholds_section(data: dict[str, Any]) -> list[str]:
         "## Reach of the size thresholds",
         "",
         "The share of runs of the large-world machines (`test_large_world_machine` and "
-        "`test_raising_machine`, each profile's programs of each, on the reference, one random "
+        "`test_raising_machine`, half of each profile's programs each, `programs()`, on the reference, one random "
         "seed a run) that cross each threshold real backends have (`python "
         "bench/threshold_reach.py`; the derandomized quick run is held to cross every one by "
         "`tests/conformance/test_reach.py`):",
