@@ -25,6 +25,12 @@ def pytest_configure(config: pytest.Config) -> None:
     load_profile(DEFAULT_PROFILE)
 
 
+#: pytest-randomly is installed for tests/plugin/test_foreign.py, which switches it on
+#: in its own runs; every other pytest process our tests start keeps the order it is given
+#: (pyproject's addopts do the same for this one), as the suite's zoo timings assume.
+os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} -p no:randomly".strip()
+
+
 #: The slowest tests, slowest first (seconds each on CI's 2 cores): a fresh venv (~120),
 #: HypoFuzz runs (~30-120), the supervised runs, the zoo's check processes (~10 each).
 #: ``nox -s tests`` hands tests to xdist's workers in collection order and lets an idle

@@ -23,6 +23,11 @@ from typing import IO, TYPE_CHECKING, Any, cast
 
 import pytest
 
+from sessionstate.conformance._harness.foreign import (
+    FirstAttempts,
+    foreign_timeout,
+    not_checked_report,
+)
 from sessionstate.conformance._harness.options import flag
 from sessionstate.conformance._harness.run_state import (
     RUN_STATE,
@@ -63,6 +68,7 @@ class Recording:
         self.tests_left = 1
         self._in_flight: set[str] = set()
         self._facts_sent = False
+        self._attempts = FirstAttempts()
         self._fault_files: list[IO[str]] = []
         self.journal: Journal | None = None
         folder = config.getoption(flag("journal"))
@@ -147,6 +153,9 @@ class Recording:
         blob = _reproduce_hint(item, call)
         outcome: Any = yield
         report = outcome.get_result()
+        stopped = foreign_timeout(call.excinfo.value) if call.excinfo is not None else None
+        if stopped is not None and item_clauses(item):  # the project's pytest-timeout
+            not_checked_report(report, stopped)
         if blob:
             report.user_properties.append(("sessionstate_reproduce", blob))
         faults = database_faults()
@@ -180,6 +189,8 @@ class Recording:
                 self.others_failed.append(report.nodeid)  # the caller's own test
             return
         if report.when != "call" and not (report.failed or report.skipped):
+            return
+        if not self._attempts.first(report):  # pytest-rerunfailures: the first decides
             return
         self.records.append(_record(report, props))
         if report.nodeid in self._in_flight:  # the process running it says it, not xdist's
@@ -246,7 +257,7 @@ def _clause_properties(
 
 
 def _record(report: pytest.TestReport, props: dict[str, str]) -> dict[str, Any]:
-    outcome: str = report.outcome
+    outcome = FirstAttempts.outcome(report)
     message = ""
     if hasattr(report, "wasxfail"):  # an expectations entry's xfail: its reason goes along
         from sessionstate.conformance._harness.expectations import expected_outcome
@@ -255,7 +266,7 @@ def _record(report: pytest.TestReport, props: dict[str, str]) -> dict[str, Any]:
         if not report.passed:
             failure = props.get("sessionstate_message") or _first_line_of_failure(report)
         outcome, message = expected_outcome(str(report.wasxfail), failure)
-    elif report.failed:
+    elif outcome == "failed":
         message = props.get("sessionstate_message") or _first_line_of_failure(report)
     elif report.skipped and isinstance(report.longrepr, tuple):
         message = str(report.longrepr[2])
