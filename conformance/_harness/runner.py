@@ -572,6 +572,7 @@ def _write_reports(options: CheckOptions, results: dict[str, Any], text: str) ->
 
 
 def _print_summary(options: CheckOptions, results: dict[str, Any]) -> None:
+    from sessionstate.conformance._report.reproduce_list import failures_to_reproduce
     from sessionstate.conformance._report.terminal import summary_lines
     from sessionstate.conformance._report.text import terminal_text
 
@@ -579,16 +580,12 @@ def _print_summary(options: CheckOptions, results: dict[str, Any]) -> None:
     failed = [t for t in results["tests"] if t["outcome"] == "failed"]
     if options.blob and not failed:
         print(f"reproduce: {options.reproduce} passed on that case (fixed, or another test's blob)")
-    if failed and not options.reproduce:
+    offered = failures_to_reproduce(results)
+    if offered and not options.reproduce:
         print("reproduce a failure (runs that test alone, replaying its failing case):")
-        for record in failed[:_REPRODUCE_LINES]:
+        for clauses, level, record in offered:  # every failed MUST clause first, then SHOULD
+            print(f"  # {', '.join(clauses)} ({level})")
             print(f"  {terminal_text(reproduce_command(options, record))}")
-        if len(failed) > _REPRODUCE_LINES:
-            print(f"  ... and {len(failed) - _REPRODUCE_LINES} more: see the JSON report's tests")
-
-
-#: At most this many ready commands under the summary.
-_REPRODUCE_LINES = 10
 
 
 def reproduce_command(options: CheckOptions, record: dict[str, Any]) -> str:

@@ -44,21 +44,21 @@ def failing_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
 
 def test_each_failure_gets_a_ready_command(failing_run: tuple[str, dict]) -> None:
     """No "decorate your test function" hint pointing into site-packages: a command,
-    in the failure's text and under the summary, one per failed test."""
+    in the failure's text and under the summary, one per failed clause, each with the
+    blob of the failed test it runs."""
     stdout, report = failing_run
     assert "as a decorator on your test function" not in stdout
     assert f"Reproduce this failure alone: sessionstate check {BROKEN} --profile triage" in stdout
-    failed = [t for t in report["tests"] if t["outcome"] == "failed"]
+    failed = {t["nodeid"]: t for t in report["tests"] if t["outcome"] == "failed"}
+    clauses = [c for c, r in report["clauses"].items() if r["outcome"] in ("failed", "error")]
     commands = _commands(stdout)
-    assert len(commands) == len(failed)
-    with_blob = [t for t in failed if t["reproduce"]]
-    assert with_blob, "no failing test left a blob"
-    for record in with_blob:
-        version, _, blob = record["reproduce"].partition(":")
-        assert version and blob
-        assert any(
-            c[c.index("--blob") + 1] == record["reproduce"] for c in commands if "--blob" in c
-        )
+    assert 0 < len(commands) <= len(clauses), (commands, clauses)
+    assert "see the JSON" not in stdout
+    for command in commands:
+        record = failed[command[command.index("--reproduce") + 1]]
+        if record["reproduce"]:
+            assert command[command.index("--blob") + 1] == record["reproduce"]
+    assert any("--blob" in c for c in commands), "no failing test left a blob"
 
 
 def test_the_command_replays_the_failure_alone(
