@@ -138,6 +138,21 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
     return ["", "=" * 78, *table_lines(results)]
 
 
+def _unchecked_in_full(results: dict[str, Any]) -> list[str]:
+    """The notes the table cut, of the clauses not checked to the end: why, in full, and
+    what to do about it (the fix is in the note; an accepted gap is an expectation)."""
+    unchecked = [(cid, c) for cid, c in ordered(results) if c["outcome"] == "unchecked"]
+    if not unchecked:
+        return []
+    lines = ["not checked to the end, neither passed nor failed (why, in full):"]
+    lines += [f"  {terminal_text(cid)}: {terminal_text(c['message'])}" for cid, c in unchecked]
+    lines.append(
+        "  each note says what stopped the clause's tests; one you accept is an expectations "
+        "line 'CLAUSE skip REASON'"
+    )
+    return lines
+
+
 def table_lines(results: dict[str, Any]) -> list[str]:
     """What is under test, one row per clause (id, level, outcome, tests, seconds, note),
     failures first, then the warnings and the verdict."""
@@ -158,6 +173,7 @@ def styled_table(results: dict[str, Any]) -> list[tuple[str, str]]:
         )
         lines.append((row.rstrip(), clause["outcome"]))
     lines.append(("-" * 78, ""))
+    lines += [(line, "unchecked") for line in _unchecked_in_full(results)]
     summed = _summed_note(results)
     if summed:
         lines.append((summed, ""))

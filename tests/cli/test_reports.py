@@ -202,6 +202,25 @@ def test_table_rows_failures_first_then_unchecked_then_spec_order() -> None:
     assert rows == ["LRU-2", "ACCT-7", "KEY-2", "KEY-1", "LRU-1", "ENV-1"]
 
 
+def test_an_unchecked_clause_says_why_in_full_under_the_table() -> None:
+    why = (
+        "not checked to the end: test_obj.py::test_a_run_of_writes_matches_the_model"
+        "[PagedKV-no-model]: not checked: contents of spec 'PagedKV': OBJ-9 needs its model= or "
+        "a contents= kind"
+    )
+    lines = table_lines(
+        _results({"OBJ-9": ("MUST", "unchecked", why), "KEY-1": ("MUST", "passed", "")})
+    )
+    (row,) = [line for line in lines if line.startswith("OBJ-9")]
+    assert row.endswith("…")  # the table cuts it
+    assert f"  OBJ-9: {why}" in lines  # in full below it
+    assert any("'CLAUSE skip REASON'" in line for line in lines)
+    assert not any(
+        line.startswith("not checked to the end")
+        for line in table_lines(_results({"KEY-1": ("MUST", "passed", "")}))
+    )
+
+
 def test_long_notes_are_cut_at_a_word_boundary_with_an_ellipsis() -> None:
     note = "device_bytes(x)={}, but should be {'meta': 40} " + "alpha beta gamma " * 8
     (row,) = [line for line in table_lines(_results({"ACCT-3": ("MUST", "failed", note)}))
