@@ -66,13 +66,28 @@ class Decision:
 
 def stale_expectations(results: Mapping[str, Any]) -> list[str]:
     """The expectations entries that no longer describe the subject: each entry that
-    matched no test or clause, then each clause whose expected failure passed (XPASS)."""
+    matched no test or clause, then each clause whose expected failure passed (XPASS),
+    then each test whose expected failure passed while its clause shows otherwise (a
+    test-level entry on one parametrization, the clause failing on another)."""
     xpassed = [
         f"{cid} (expected to fail, but passed)"
         for cid, clause in results["clauses"].items()
         if clause["outcome"] == "xpassed"
     ]
-    return [*results.get("unmatched_expectations", []), *xpassed]
+    tests = [f"{nodeid} (expected to fail, but passed)" for nodeid in xpassed_tests(results)]
+    return [*results.get("unmatched_expectations", []), *xpassed, *tests]
+
+
+def xpassed_tests(results: Mapping[str, Any]) -> list[str]:
+    """Tests whose expected failure passed (XPASS) and whose clauses' rows do not say so:
+    their clause failed, or passed, through another test."""
+    clauses = results["clauses"]
+    return [
+        str(test["nodeid"])
+        for test in results.get("tests", [])
+        if test["outcome"] == "xpassed"
+        and not all(clauses.get(cid, {}).get("outcome") == "xpassed" for cid in test["clauses"])
+    ]
 
 
 def decide(results: Mapping[str, Any]) -> Decision:
@@ -105,6 +120,7 @@ def _stale_counts(results: Mapping[str, Any]) -> str:
     """``1 expectation matched no test or clause, 2 expected failures passed``."""
     unmatched = len(results.get("unmatched_expectations", []))
     xpassed = sum(1 for c in results["clauses"].values() if c["outcome"] == "xpassed")
+    xpassed += len(xpassed_tests(results))
     parts = []
     if unmatched:
         entries = "expectation" if unmatched == 1 else "expectations"

@@ -195,6 +195,15 @@ def styled_table(results: dict[str, Any]) -> list[tuple[str, str]]:
             f"expectations; {fails})"
         )
         lines.append((warning, "warning"))
+    from sessionstate.conformance._harness.exit_policy import xpassed_tests
+
+    for nodeid in xpassed_tests(results):
+        fails = "--strict fails on it" if not results["strict"] else "so --strict fails"
+        warning = (
+            f"warning: expected to fail, but passed (XPASS): {terminal_text(nodeid)} (remove its "
+            f"expectation; {fails})"
+        )
+        lines.append((warning, "warning"))
     unmatched = results["unmatched_expectations"]
     for entry in unmatched[:UNMATCHED_LINES]:
         entry = _one_line(entry, NOTE_WIDTH)

@@ -18,7 +18,13 @@ from typing import Any
 import pytest
 
 from sessionstate.conformance._harness import fuzz
-from sessionstate.conformance._harness.exit_policy import decide, exit_status, session_status
+from sessionstate.conformance._harness.exit_policy import (
+    decide,
+    exit_status,
+    session_status,
+    stale_expectations,
+)
+from sessionstate.conformance._report.terminal import table_lines
 
 #: Fails STATS-6 (a SHOULD clause) and nothing else.
 SHOULD_ONLY = "sessionstate.fixtures.zoo.stats_nan_cap_accepted:subject"
@@ -81,6 +87,29 @@ def test_an_xpass_is_stale() -> None:
     results["strict"] = True
     assert decide(results).word == "STALE EXPECTATIONS (--strict: 1 expected failure passed)"
     assert exit_status(results) == 2
+
+
+def test_a_test_level_xpass_is_stale_whatever_its_clause_shows() -> None:
+    """An entry on one parametrization that now passes, while the clause passes (or fails)
+    through another test: stale, named by its test, and 2 under --strict."""
+    xpass = {"nodeid": "test_acct.py::t[coo]", "clauses": ["ACCT-9"], "outcome": "xpassed"}
+    results = {**_results(ACCT_9=("SHOULD", "passed")), "tests": [xpass]}
+    assert stale_expectations(results) == ["test_acct.py::t[coo] (expected to fail, but passed)"]
+    assert exit_status(results) == 0
+    results["strict"] = True
+    assert decide(results).word == "STALE EXPECTATIONS (--strict: 1 expected failure passed)"
+    assert exit_status(results) == 2
+    failing = {**_results(ACCT_9=("SHOULD", "failed")), "tests": [xpass], "strict": True}
+    assert stale_expectations(failing)  # surfaced even where the clause failed
+    shown = {
+        **failing,
+        "subject": "s", "target": "m:s", "suite_version": "0", "profile": "ci", "seed": None,
+        "seconds": 1.0, "environment": {"devices": [], "torch": "2", "numpy": "2", "hypothesis": "6"},
+        "capabilities": [], "verdict": "conformant",
+        "clauses": {"ACCT-9": {"level": "SHOULD", "outcome": "failed", "tests": [],
+                               "message": "m", "seconds": 0.0}},
+    }  # fmt: skip
+    assert any("XPASS): test_acct.py::t[coo]" in line for line in table_lines(shown))
 
 
 def test_plain_pytest_keeps_its_own_status_without_a_verdict() -> None:
