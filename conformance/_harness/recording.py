@@ -35,6 +35,7 @@ from sessionstate.conformance._harness.run_state import (
     run_state,
     suite_requested,
 )
+from sessionstate.conformance._harness.short_ids import short_id
 from sessionstate.conformance.checks import item_clauses
 
 if TYPE_CHECKING:
@@ -60,6 +61,8 @@ class Recording:
         self.infrastructure: dict[str, dict[str, Any]] = {}
         #: Why the run was cut short (``pytest_keyboard_interrupt``), if it was.
         self.stopped: str | None = None
+        #: The first collection error: the module, and its error's last line.
+        self.collection_error: str | None = None
         #: An xdist controller's crashed tests: node id -> xdist's message.
         self.crashed: dict[str, str] = {}
         #: An xdist controller's: test id -> clauses, as the workers that finished collected.
@@ -196,6 +199,14 @@ class Recording:
         if report.nodeid in self._in_flight:  # the process running it says it, not xdist's
             self.write("record", record=self.records[-1])
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """The first module that could not be collected, and why (its error's last line)."""
+        if report.failed and self.collection_error is None:
+            text = str(report.longrepr)
+            errors = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
+            last = errors[-1] if errors else (text.strip().splitlines() or ["error"])[-1]
+            self.collection_error = f"{short_id(report.nodeid) or 'the suite'}: {last}"
+
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         """Tell Ctrl-C from the other ways pytest stops a run early (collection errors,
         ``pytest.exit``, ``-x`` under xdist): they all end with exit status INTERRUPTED."""
@@ -206,7 +217,7 @@ class Recording:
         elif isinstance(error, pytest.exit.Exception):
             self.stopped = f"pytest.exit: {error.msg}"
         elif "during collection" in text:
-            self.stopped = f"collection errors: {text}"
+            self.stopped = f"collection errors: {self.collection_error or text}"
         else:  # session.shouldstop: -x under xdist, --stepwise
             self.stopped = text or type(error).__name__
 

@@ -471,15 +471,17 @@ def finish_check(
             return _interrupted(None, options, signum)
         return _error(f"the suite did not run (pytest exited with {status!r}); see above")
     results: dict[str, Any] = json.loads(text)
+    stopped = results.get("stopped") or ""
+    if results.get("interrupted") and stopped.startswith("collection"):
+        # Nothing ran: no table of unchecked clauses and no verdict, one line and exit 2.
+        _write_reports(options, results, text)
+        return _error(f"the suite could not be collected: {stopped.partition(': ')[2]}")
     _print_summary(options, results)  # first: a report that cannot be written loses no verdict
     if not _write_reports(options, results, text):
         return EXIT_INFRASTRUCTURE
     if status == pytest.ExitCode.INTERNAL_ERROR:
         return _error("pytest stopped with an internal error; see above")
-    stopped = results.get("stopped") or ""
     if results.get("interrupted"):
-        if stopped.startswith("collection"):
-            return _error(f"the suite could not be collected ({stopped}); see above")
         if stopped != "interrupted":
             return _error(f"the run was stopped: {stopped}")
         return _interrupted(results, options, signum)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -220,3 +221,24 @@ def test_a_reader_that_went_away_is_exit_141_and_no_traceback(command: list[str]
         os.close(write)
     assert "Traceback" not in run.stderr, run.stderr
     assert run.returncode == 141, run.stderr
+
+
+def test_an_uncollectable_suite_is_one_line_and_exit_2(run_cli: Any, write_module: Any) -> None:
+    """A suite module that cannot be imported (as with a torch or Hypothesis too old or too
+    new for it): no table of unchecked clauses and no verdict, one line naming the module
+    and the error, exit 2."""
+    write_module(
+        "break_env",
+        """
+        import sys
+        sys.modules["sessionstate.conformance._machine.env"] = None  # test_env.py cannot import
+        """,
+    )
+    result = run_cli("check", "--profile", "quick", "--", "-p", "break_env")
+    assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
+    error = result.stderr.strip().splitlines()[-1]
+    assert error.startswith("sessionstate check: error: the suite could not be collected: ")
+    assert (
+        "test_env.py: ModuleNotFoundError: import of sessionstate.conformance._machine.env" in error
+    )
+    assert "verdict:" not in result.stdout and "UNCHECKED" not in result.stdout
