@@ -96,7 +96,7 @@ def _print_header(options: Any, test_seconds: float | None) -> None:
         select_devices(options.devices if options.devices else subject.devices)
         facts = under_test.gather(subject)
         database = describe(options.database) if options.database else None
-        lines = start_lines(facts, options.target, options.profile, options.seed, database,
+        lines = start_lines(facts, options.target, options.profile, options.run_seed(), database,
                             test_seconds)  # fmt: skip
     except Exception:  # the plugin meets the same problem and reports it
         return

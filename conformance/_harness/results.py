@@ -262,6 +262,10 @@ def results_json(
         "suite_version": run["suite_version"],
         "profile": run["profile"],
         "seed": run["seed"],
+        # What the run replayed and expected: the example database (its password redacted)
+        # and the expectations file, each None when the run had none.
+        "database": run.get("database"),
+        "expectations": run.get("expectations"),
         "verdict": judged,
         "interrupted": interrupted,
         "infrastructure": infrastructure,

@@ -59,13 +59,18 @@ class RunResults:
         if not (path or junit or recording.records):
             return
         from sessionstate import __version__
+        from sessionstate.conformance._harness.database import redact
         from sessionstate.conformance._harness.results import results_json
+
+        database = config.getoption(flag("database"))
 
         run = {
             "target": state["target"],
             "suite_version": __version__,
             "profile": state["profile"],
             "seed": state["seed"],
+            "database": redact(database) if database else None,
+            "expectations": config.getoption(flag("expectations")),
             "seconds": round(time.monotonic() - state["started"], 2),
             # Under `sessionstate check`: the wall-clock bound of one test (None: unbounded).
             "test_timeout": config.getoption(flag("test-timeout")),

@@ -78,6 +78,13 @@ class CheckOptions:
     #: every failure stored there first, randomized with ``seed`` (0 when not given).
     database: str | None = None
 
+    def run_seed(self) -> int | None:
+        """The seed the run uses: ``seed``, else 0 with a ``database`` (a run that reads
+        one is randomized), else ``None`` (derandomized). The header and JSON say this."""
+        if self.seed is None and self.database is not None:
+            return 0
+        return self.seed
+
 
 def validate(options: CheckOptions) -> None:
     """Raise ``UsageError`` for anything wrong with the request, before any test runs."""
@@ -439,7 +446,7 @@ def pytest_arguments(options: CheckOptions, json_path: str) -> list[str]:
 
         args += ["--rootdir", suite_rootdir()]
         if options.seed is None:
-            args += [flag("seed"), "0"]
+            args += [flag("seed"), str(options.run_seed())]
     elif options.seed is not None:
         args.append(f"--hypothesis-seed={options.seed}")
     if options.exitfirst:

@@ -512,11 +512,18 @@ class _Run:
                 )
             if signum:
                 why = "interrupted before all its tests ran"
+        database = None
+        if options.database:  # Hypothesis is imported only for a run that has one
+            from sessionstate.conformance._harness.database import redact
+
+            database = redact(options.database)
         run = {
             "target": options.target,
             "suite_version": __version__,
             "profile": options.profile,
-            "seed": options.seed,
+            "seed": options.run_seed(),
+            "database": database,
+            "expectations": options.expectations,
             "seconds": round(time.monotonic() - self.started, 2),
             "test_timeout": self.test_seconds,
             "run_timeout": self.run_seconds,

@@ -139,3 +139,25 @@ class TestSpecCommands:
     def test_explain_unknown_clause(self, run_cli) -> None:
         """An unknown id is a one-line usage error with a suggestion."""
         assert "did you mean 'ENV-5'?" in one_line_error(run_cli("explain", "ENV-55"))
+
+
+def test_the_header_and_json_say_what_ran(run_cli, tmp_path: Path) -> None:
+    """A run that reads a database is randomized with seed 0, and says so in its header and
+    JSON (never "derandomized"); the JSON names the database and the expectations file, and a
+    run with neither says so too."""
+    (tmp_path / "x.expectations").write_text("# none\n", encoding="utf-8")
+    (tmp_path / "db").mkdir()
+    done = run_cli(
+        "check", "--clause", "ENV-1", "--profile", "quick", "--database", "db",
+        "--expectations", "x.expectations", "--report-json", "r.json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "  profile quick, seed 0;" in done.stdout and "derandomized" not in done.stdout
+    report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert (report["seed"], report["database"], report["expectations"]) == (
+        0, "db", "x.expectations",
+    )  # fmt: skip
+    plain = run_cli("check", "--clause", "ENV-1", "--profile", "quick", "--report-json", "p.json")
+    assert "  profile quick, derandomized;" in plain.stdout
+    report = json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))
+    assert (report["seed"], report["database"], report["expectations"]) == (None, None, None)
