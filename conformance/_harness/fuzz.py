@@ -87,7 +87,8 @@ class FuzzOptions:
     #: HypoFuzz's time, after the quick pass (``quick_pass``), which is not counted in it.
     seconds: float = DEFAULT_SECONDS
     workers: int = field(default_factory=usable_cores)
-    #: A directory or ``redis://HOST:PORT[/DB]``; None: ``profiles.default_fuzz_database()``.
+    #: A directory or ``redis://HOST:PORT[/DB]``; None: ``profiles.default_fuzz_database()``
+    #: of the target, one per subject.
     database: str | None = None
     clauses: list[str] = field(default_factory=list)
     dashboard: bool = False
@@ -119,7 +120,7 @@ def validate(options: FuzzOptions) -> str:
         raise UsageError(f"fuzzing needs HypoFuzz, which is not installed: {EXTRA_HINT}") from None
     # In a child process: the subject's code must not end or hang this one.
     validate_in_child(CheckOptions(target=options.target, clauses=list(options.clauses)))
-    spec = options.database or str(default_fuzz_database())
+    spec = options.database or str(default_fuzz_database(options.target))
     open_database(spec, create=True)
     return spec
 

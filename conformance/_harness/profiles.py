@@ -140,8 +140,10 @@ def _register_fuzz(database: str | None) -> None:
     on the database named by ``database``, else ``$SESSIONSTATE_DATABASE``, else
     ``default_fuzz_database()`` (made if missing: the fuzzer writes it)."""
     from sessionstate.conformance._harness.database import DATABASE_ENV, open_database
+    from sessionstate.conformance._harness.options import env_var
 
-    spec = database or os.environ.get(DATABASE_ENV) or str(default_fuzz_database())
+    target = os.environ.get(env_var("subject"))  # `hypothesis fuzz` run by hand
+    spec = database or os.environ.get(DATABASE_ENV) or str(default_fuzz_database(target))
     settings.register_profile(
         "sessionstate-fuzz",
         parent=settings.get_profile("sessionstate-ci"),
@@ -150,9 +152,19 @@ def _register_fuzz(database: str | None) -> None:
     )
 
 
-def default_fuzz_database() -> Path:
-    """Where ``sessionstate fuzz`` keeps what it finds when no ``--database`` is given."""
-    return storage_directory() / "fuzz-examples"
+def default_fuzz_database(target: str | None = None) -> Path:
+    """Where ``sessionstate fuzz`` keeps what it finds about ``target`` when no
+    ``--database`` is given: a folder of its own per subject under ``fuzz-examples``
+    (``mypkg.conformance_subject-1a2b3c4d``), since a stored failure is replayed against
+    whatever subject the next run checks. ``None``: the folder of them all."""
+    base = storage_directory() / "fuzz-examples"
+    if target is None:
+        return base
+    import hashlib
+    import re
+
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", target).strip("._")[:64] or "subject"
+    return base / f"{readable}-{hashlib.sha256(target.encode()).hexdigest()[:8]}"
 
 
 def check_profile(name: str) -> None:

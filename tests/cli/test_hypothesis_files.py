@@ -96,3 +96,15 @@ def test_a_run_of_other_tests_keeps_its_hypothesis_profile(tmp_path) -> None:
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr
     assert "sessionstate:" not in result.stdout + result.stderr
+
+
+def test_the_default_fuzz_database_is_one_per_subject() -> None:
+    """A failure stored for one subject is never replayed against another by default."""
+    from sessionstate.conformance._harness.profiles import default_fuzz_database
+
+    mine, theirs = default_fuzz_database("mypkg.conf:subject"), default_fuzz_database("b:subject")
+    assert mine != theirs and mine.parent == theirs.parent == default_fuzz_database()
+    assert mine == default_fuzz_database("mypkg.conf:subject")  # the same subject's, every run
+    assert mine.name.startswith("mypkg.conf_subject-")
+    odd = default_fuzz_database("../../x:y")  # a name, never a path out of the storage
+    assert odd.parent == default_fuzz_database() and "/" not in odd.name
