@@ -96,9 +96,7 @@ def decide(results: Mapping[str, Any]) -> Decision:
     are weighed (``with_infrastructure``). An interrupted run's status is its signal's,
     which the caller knows; its word here is ``INCOMPLETE``."""
     verdict = str(results["verdict"])
-    if verdict == "non-conformant":
-        return Decision(EXIT_FAILED, "NON-CONFORMANT")
-    if results.get("reproduce"):
+    if results.get("reproduce"):  # one test ran: its case, not the subject, is judged
         failed = [
             f"{clause['level']} clause {cid}"
             for cid, clause in results["clauses"].items()
@@ -106,6 +104,8 @@ def decide(results: Mapping[str, Any]) -> Decision:
         ]
         if failed:
             return Decision(EXIT_FAILED, f"FAILED (the case still fails: {', '.join(failed)})")
+    if verdict == "non-conformant":
+        return Decision(EXIT_FAILED, "NON-CONFORMANT")
     if results.get("strict") and stale_expectations(results):
         return Decision(EXIT_USAGE, f"STALE EXPECTATIONS (--strict: {_stale_counts(results)})")
     if verdict == "incomplete":

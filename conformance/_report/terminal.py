@@ -230,8 +230,8 @@ def _summed_note(results: dict[str, Any]) -> str:
     if total <= wall:
         return ""
     return (f"test s: the time of the tests that check each clause; a test counts under every "
-            f"clause it checks and -n runs tests side by side, so the column sums to "
-            f"{total:.1f} s, more than the run's {wall:.1f} s of wall time")  # fmt: skip
+            f"clause it checks (and -n, where given, runs tests side by side), so the column "
+            f"sums to {total:.1f} s, more than the run's {wall:.1f} s of wall time")  # fmt: skip
 
 
 def markdown(results: dict[str, Any]) -> str:

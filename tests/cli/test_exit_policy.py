@@ -55,6 +55,15 @@ def _results(**clauses: tuple[str, str]) -> dict[str, Any]:
         ({"reproduce": FAILING_TEST}, 1, "FAILED (the case still fails: SHOULD clause STATS-6)"),
         (
             {
+                "reproduce": "test_lru.py::test_manager_machine",
+                "verdict": "non-conformant",
+                "clauses": {"LRU-3": {"level": "MUST", "outcome": "failed"}},
+            },
+            1,
+            "FAILED (the case still fails: MUST clause LRU-3)",
+        ),
+        (
+            {
                 "reproduce": FAILING_TEST,
                 "clauses": {"STATS-6": {"level": "SHOULD", "outcome": "unchecked"}},
             },
