@@ -66,6 +66,11 @@ READERS = {
 
 #: Module -> (the test files that exercise it, how; why none is named after it).
 TESTED_IN: dict[str, tuple[tuple[str, ...], str]] = {
+    "conformance._harness.profiles": (
+        ("tests/cli/test_hypothesis_files.py",),
+        "the private storage and the per-subject fuzz database are Hypothesis' files; the "
+        "profiles themselves load for our own tests (tests/conftest.py) and every suite run",
+    ),
     "conformance.clauses": (
         (
             "tests/conformance/test_spec_meta.py",
@@ -331,10 +336,6 @@ UNTESTED: dict[str, str] = {
     "conformance._harness.journal": (
         "what the supervisor of every `sessionstate check` follows, through the hanging and "
         "crashing subjects of tests/reliability/test_supervision.py; no test names it"
-    ),
-    "conformance._harness.profiles": (
-        "loaded for our own tests by tests/conftest.py and by every run of the suite; no test "
-        "names it"
     ),
     "conformance._harness.recording": (
         "the plugin's records, read back from the JSON reports of every plugin and check run "
