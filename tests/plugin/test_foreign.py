@@ -75,11 +75,12 @@ def _clause(report: Any, clause: str) -> Any:
     return report["clauses"][clause]
 
 
+#: LRU-8's two tests alone, in the order given.
+LRU8 = ("-p", "no:randomly", "-k", "test_non_positive_max_sessions_is_rejected")
+
+
 def test_a_pytest_timeout_kill_is_unchecked_not_an_error(tmp_path: Path) -> None:
-    done, report = _run(
-        tmp_path, SLOW, "-p", "timeout", "--timeout", "1", "-p", "no:randomly",
-        "-k", "test_non_positive_max_sessions_is_rejected",
-    )  # fmt: skip
+    done, report = _run(tmp_path, SLOW, "-p", "timeout", "--timeout", "1", *LRU8)
     output = done.stdout + done.stderr
     lru8 = _clause(report, "LRU-8")
     assert lru8["outcome"] == "unchecked", output[-3000:]
@@ -89,10 +90,7 @@ def test_a_pytest_timeout_kill_is_unchecked_not_an_error(tmp_path: Path) -> None
 
 
 def test_a_rerun_neither_hides_the_failure_nor_counts_twice(tmp_path: Path) -> None:
-    done, report = _run(
-        tmp_path, FLAKY, "-p", "rerunfailures", "--reruns", "2", "-p", "no:randomly",
-        "-k", "test_non_positive_max_sessions_is_rejected",
-    )  # fmt: skip
+    done, report = _run(tmp_path, FLAKY, "-p", "rerunfailures", "--reruns", "2", *LRU8)
     output = done.stdout + done.stderr
     assert "rerun" in output  # pytest-rerunfailures did run the failed test again
     lru8 = _clause(report, "LRU-8")
