@@ -54,7 +54,8 @@ def _run_the_suite(session: nox.Session) -> None:
     """The installed suite, as a user runs it: conformant on the reference (exit 0), and a
     zoo subject's bug found and named (exit 1), each at the quick profile."""
     session.run("pip", "check")
-    session.run("sessionstate", "check", "--profile", "quick")
+    # -n 2: pytest-xdist's floor is set by --dist worksteal, which only a run on workers uses.
+    session.run("sessionstate", "check", "--profile", "quick", "-n", "2")
     found = session.run(
         "sessionstate", "check", "sessionstate.fixtures.zoo.lru_mru_eviction:subject",
         "--clause", "LRU", "--profile", "quick", success_codes=[1], silent=True,
@@ -82,7 +83,9 @@ def lowest(session: nox.Session) -> None:
 def newest(session: nox.Session) -> None:
     """The newest releases pyproject.toml allows (``pip install -U``, every dependency
     upgraded), torch held at the pinned build, then the suite: the next release that
-    breaks something the suite relies on is seen here first."""
+    breaks something the suite relies on is seen here first. CI's run of the newest
+    releases is the README's command in a fresh venv (``tests/cli/test_first_contact.py``,
+    where pip takes the newest releases there are), so ``.ci/run`` does not repeat it."""
     session.install(TORCH)
     held = Path(session.create_tmp()) / "torch.txt"
     held.write_text(TORCH + "\n")

@@ -156,7 +156,9 @@ def test_readme_setup_then_init_and_its_check_in_a_fresh_venv(tmp_path: Path) ->
     passes every clause: the project's own false-positive check of the reference), then
     ``sessionstate init`` in an empty folder and the exact command it prints: refused
     unedited (exit 2, one line naming the file to edit), then, once the subject imports
-    the user's own code as the README says, conformant (exit 0)."""
+    the user's own code as the README says, conformant (exit 0). In a fresh venv pip takes
+    the newest releases the floors allow: this is CI's run of the newest dependencies (the
+    oldest are ``nox -s lowest``'s)."""
     source = working_tree_copy(tmp_path / "sessionstate")
     venv.create(tmp_path / "venv", with_pip=True)
     env = clean_env(tmp_path / "venv" / "bin")
