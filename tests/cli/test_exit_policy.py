@@ -176,6 +176,7 @@ def test_reproduce_of_a_failing_should_case_exits_1(tmp_path: Path) -> None:
     assert _verdict(done.stdout).startswith(
         "verdict: FAILED (the case still fails: SHOULD clause STATS-6)"
     )
+    assert "--strict fails on them" not in done.stdout  # it already failed, exit 1
 
 
 def test_reproduce_of_a_should_case_that_passes_exits_3(tmp_path: Path) -> None:
