@@ -62,3 +62,25 @@ def test_with_its_expectations_it_is_conformant(run_check: Any) -> None:
     assert all(run.report["clauses"][c]["message"] for c in xfailed), run.describe()
     assert (run.report["verdict"], run.returncode) == ("conformant", 0), run.describe()
     assert run.report["unmatched_expectations"] == []
+
+
+def test_plain_pytest_with_its_expectations_says_expected_not_failed(tmp_path: Path) -> None:
+    """Under plain pytest, tests whose failed clauses the expectations file expects are
+    counted as expected failures: pytest's last line says so, not ``N failed`` under a
+    conformant verdict (the records, and so the verdict, are unchanged)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONSTATE_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--pyargs", "sessionstate.conformance.suite",
+         "-p", "no:cacheprovider", "-q", "--sessionstate-subject",
+         "sessionstate.fixtures.upstream_like:subject", "--sessionstate-expectations",
+         str(EXPECTATIONS), "--sessionstate-clause", "ACCT-3", "--sessionstate-profile", "quick"],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
+    )  # fmt: skip
+    last = done.stdout.strip().splitlines()[-1]
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert " expected failures" in last and " failed" not in last, last
+    assert "verdict: CONFORMANT" in done.stdout
