@@ -19,7 +19,7 @@ import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -597,7 +597,7 @@ def _print_summary(options: CheckOptions, results: dict[str, Any]) -> None:
             print(f"  {terminal_text(reproduce_command(options, record))}")
 
 
-def reproduce_command(options: CheckOptions, record: dict[str, Any]) -> str:
+def reproduce_command(options: CheckOptions, record: Mapping[str, Any]) -> str:
     """The ``sessionstate check`` command that re-runs ``record``'s test alone: with its
     ``@reproduce_failure`` blob, the one failing case (``reproduce``)."""
     from sessionstate.conformance._harness.reproduce import command
