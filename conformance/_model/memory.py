@@ -69,6 +69,18 @@ class Allocation:
     def __repr__(self) -> str:
         return self.label
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """Hypothesis' pretty printer shows ``repr``, not the dataclass's fields: torch's
+        own repr of a tensor raises for some dtypes (``float4_e2m1fn_x2``, ``bits8``),
+        and under HypoFuzz, which records every case's arguments, that was a failure of
+        the case (on the reference: ``fuzz`` exit 1, "did not fail again when replayed")."""
+        printer.text(repr(self))
+
+    def to_json(self) -> str:
+        """What Hypothesis' observability records for this argument (it tries
+        ``to_json()`` before walking a dataclass's fields into the tensor): ``repr``."""
+        return repr(self)
+
 
 @dataclass(eq=False)
 class Held:
@@ -83,6 +95,14 @@ class Held:
 
     def __repr__(self) -> str:
         return self.expr
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """``repr``, for Hypothesis' pretty printer (see ``Allocation._repr_pretty_``)."""
+        printer.text(repr(self))
+
+    def to_json(self) -> str:
+        """``repr``, for Hypothesis' observability (see ``Allocation.to_json``)."""
+        return repr(self)
 
 
 Derive = Callable[[Held], Held]

@@ -316,3 +316,22 @@ def test_model_is_independent_of_the_reference() -> None:
     for module in (memory, devices, strategies):
         source = Path(module.__file__ or "").read_text(encoding="utf-8")
         assert "reference" not in re.sub(r'""".*?"""', "", source, flags=re.S), module.__name__
+
+
+@pytest.mark.parametrize("dtype", ["bits8"])
+def test_hypothesis_records_a_held_value_by_its_expression_not_torch_repr(dtype: str) -> None:
+    """torch's repr of these dtypes raises; HypoFuzz records every case's arguments
+    (Hypothesis' ``to_jsonable``, pretty-printing what it cannot walk), and a raise there
+    failed the case: ``sessionstate fuzz`` exited 1 on the reference ("did not fail again
+    when replayed"). Held and Allocation answer with their expressions instead."""
+    if not hasattr(torch, dtype):
+        pytest.skip(f"this torch has no {dtype}")
+    from hypothesis.strategies._internal.utils import to_jsonable  # what observability calls
+    from hypothesis.vendor.pretty import pretty
+
+    held = allocate("cpu", (2,), dtype=dtype)
+    with pytest.raises(NotImplementedError):
+        repr(held.value)  # the trap, as torch has it
+    assert to_jsonable(held, avoid_realization=False) == repr(held)
+    assert to_jsonable(held.allocation, avoid_realization=False) == repr(held.allocation)
+    assert pretty(held) == repr(held) and pretty([held]) == f"[{held!r}]"
