@@ -56,28 +56,15 @@ FLOORS = (
 )
 
 
-def _release(text: str) -> tuple[int, ...]:
-    """The numeric release of a version string: ``"6.138.15"`` -> (6, 138, 15);
-    ``"8.0.0rc1"`` -> (8, 0, 0). Enough to compare with a floor, which is a plain release."""
-    parts: list[int] = []
-    for piece in text.split("."):
-        digits = ""
-        for char in piece:
-            if not char.isdigit():
-                break
-            digits += char
-        if not digits:
-            break
-        parts.append(int(digits))
-        if len(digits) < len(piece):
-            break
-    return tuple(parts)
-
-
 def _older(installed: str, floor: str) -> bool:
-    have, need = _release(installed), _release(floor)
-    width = max(len(have), len(need))
-    return have + (0,) * (width - len(have)) < need + (0,) * (width - len(need))
+    """Whether release ``installed`` comes before ``floor``, by PEP 440 (``packaging``,
+    which pytest itself depends on); a version that is not PEP 440 is not judged."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(installed) < Version(floor)
+    except InvalidVersion:
+        return False
 
 
 def unsupported() -> str | None:
