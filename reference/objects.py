@@ -131,10 +131,14 @@ class EncodeOnceKV(StateObject[Mapping[str, Any], dict[str, Any]]):
 class FixedState(StateObject[Mapping[str, torch.Tensor], dict[str, torch.Tensor]]):
     """Named zero-filled buffers of fixed shape, e.g. a recurrent state.
 
-    ``commit`` copies into the buffers in place, keeping their identity (a
-    compiled graph may hold them), and rejects missing or extra names and
-    shape mismatches with ``ValueError``. Never evictable: dropping a
-    recurrent state cannot be undone by recomputation.
+    ``allocate(shapes=...)`` names at least one buffer (empty ``shapes`` is a
+    ``ValueError``). ``commit`` copies into the buffers in place, keeping their
+    identity (a compiled graph may hold them), and rejects missing or extra
+    names and shape mismatches with ``ValueError``. ``snapshot()`` returns a
+    copy of every buffer, unaffected by later commits; ``restore(snapshot)``
+    copies one back in place, checked as ``commit`` is (a rollout rewound to a
+    saved step). Never evictable: dropping a recurrent state cannot be undone
+    by recomputation.
     """
 
     def __init__(self) -> None:
@@ -147,6 +151,8 @@ class FixedState(StateObject[Mapping[str, torch.Tensor], dict[str, torch.Tensor]
         dtype: torch.dtype = torch.float32,
         device: str | torch.device = "cpu",
     ) -> None:
+        if not shapes:
+            raise ValueError("FixedState.allocate: shapes is empty; name at least one buffer")
         self._buffers = {
             name: torch.zeros(tuple(shape), dtype=dtype, device=device)
             for name, shape in shapes.items()
@@ -162,17 +168,29 @@ class FixedState(StateObject[Mapping[str, torch.Tensor], dict[str, torch.Tensor]
             payload, self._staged = self._staged, None
         if payload is None:
             return
+        self._copy_in(payload, "commit")
+
+    def snapshot(self) -> dict[str, torch.Tensor]:
+        """A copy of every buffer (``clone``), which later commits leave as it is."""
+        return {name: buffer.clone() for name, buffer in self._require().items()}
+
+    def restore(self, snapshot: Mapping[str, torch.Tensor]) -> None:
+        """Copy ``snapshot`` (from ``snapshot()``, or any payload ``commit`` takes) back
+        into the buffers in place: the same names and shapes, else ``ValueError``."""
+        self._copy_in(snapshot, "restore")
+
+    def _copy_in(self, payload: Mapping[str, torch.Tensor], method: str) -> None:
         buffers = self._require()
         # OBJ-9: validate every name and shape before copying anything: copy_ would
         # broadcast a (1,) payload silently, and a partial copy would change the state.
         if set(payload) != set(buffers):
             raise ValueError(
-                f"FixedState.commit: names {sorted(payload)} do not match {sorted(buffers)}"
+                f"FixedState.{method}: names {sorted(payload)} do not match {sorted(buffers)}"
             )
         for name, value in payload.items():
             if tuple(value.shape) != tuple(buffers[name].shape):
                 raise ValueError(
-                    f"FixedState.commit: {name!r} has shape {tuple(value.shape)}, "
+                    f"FixedState.{method}: {name!r} has shape {tuple(value.shape)}, "
                     f"expected {tuple(buffers[name].shape)}"
                 )
         for name, value in payload.items():

@@ -335,3 +335,56 @@ class TestFixedState:
         """An unknown sizing keyword raises TypeError."""
         with pytest.raises(TypeError):
             FixedState().allocate(shapes={}, shape={"h": (1,)})  # type: ignore[call-arg]
+
+    def test_empty_shapes_refused(self) -> None:
+        """allocate(shapes={}) raises ValueError and leaves the object as it was."""
+        state = FixedState()
+        with pytest.raises(ValueError, match=r"^FixedState\.allocate: shapes is empty"):
+            state.allocate(shapes={})
+        assert not state.resident
+        allocated = _fixed()
+        with pytest.raises(ValueError):
+            allocated.allocate(shapes={})
+        assert sorted(allocated.view()) == ["c", "h"]
+
+    def test_snapshot_is_a_copy_later_commits_leave_alone(self) -> None:
+        """snapshot() clones every buffer: a commit after it changes the state, not it."""
+        state = _fixed(dtype=torch.float16)
+        state.commit({"h": torch.ones(2, 3), "c": torch.full((4,), 2.0)})
+        saved = state.snapshot()
+        assert sorted(saved) == ["c", "h"]
+        assert saved["h"] is not state.view()["h"]
+        assert saved["h"].dtype is torch.float16
+        state.commit({"h": torch.full((2, 3), 5.0), "c": torch.zeros(4)})
+        assert torch.equal(saved["h"], torch.ones(2, 3, dtype=torch.float16))
+
+    def test_restore_copies_back_in_place(self) -> None:
+        """restore(snapshot) brings the saved values back into the same buffers."""
+        state = _fixed()
+        state.commit({"h": torch.ones(2, 3), "c": torch.full((4,), 2.0)})
+        saved, buffers = state.snapshot(), state.view()
+        state.commit({"h": torch.full((2, 3), 9.0), "c": torch.zeros(4)})
+        state.restore(saved)
+        after = state.view()
+        assert after["h"] is buffers["h"] and after["c"] is buffers["c"]
+        assert torch.equal(after["h"], torch.ones(2, 3))
+        assert torch.equal(after["c"], torch.full((4,), 2.0))
+
+    @pytest.mark.parametrize(
+        "snapshot",
+        [{"h": torch.ones(2, 3)}, {"h": torch.ones(2, 3), "c": torch.ones(5)}],
+        ids=["missing", "shape"],
+    )
+    def test_restore_rejects_what_commit_rejects(self, snapshot: dict[str, torch.Tensor]) -> None:
+        """restore() checks names and shapes first, with ValueError, and copies nothing."""
+        state = _fixed()
+        with pytest.raises(ValueError, match=r"^FixedState\.restore: "):
+            state.restore(snapshot)
+        assert all(not t.any() for t in state.view().values())
+
+    def test_snapshot_and_restore_before_allocate(self) -> None:
+        """Before allocate() both raise RuntimeError."""
+        with pytest.raises(RuntimeError, match="before allocate"):
+            FixedState().snapshot()
+        with pytest.raises(RuntimeError, match="before allocate"):
+            FixedState().restore({})
