@@ -94,6 +94,60 @@ def newest(session: nox.Session) -> None:
     _run_the_suite(session)
 
 
+#: The vLLM-omni release ``nox -s upstream`` checks; a newer one is checked by changing this.
+VLLM_OMNI = os.environ.get("SESSIONSTATE_VLLM_OMNI_VERSION", "0.30.0")
+
+
+@nox.session
+def upstream(session: nox.Session) -> None:
+    """vLLM-omni's released session state, from the package registry, checked by the suite:
+    its manager with its own hooks, its StateObjects and its DreamZero adapter against its
+    own DreamZeroState (``python -m sessionstate.fixtures.check_vllm_omni``), each against
+    the expectations files in fixtures/, then tests/upstream (a removed expectation, a
+    stale one and a broken clause each turn the check red). The wheel is downloaded with
+    ``--no-deps`` into the session and never installed: vLLM is not needed. It rewrites the
+    compatibility table in docs/vllm-omni.md; under CI a table that changed is an error.
+    Offline, the session fails under CI and is skipped elsewhere."""
+    install(session)
+    wheels = Path(session.create_tmp()) / "vllm-omni"
+    shutil.rmtree(wheels, ignore_errors=True)
+    # Exit 1 is pip's "could not download"; what it means is decided below, by what came.
+    session.run(
+        "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
+        "--dest", str(wheels), f"vllm-omni=={VLLM_OMNI}", silent=True, success_codes=[0, 1],
+    )  # fmt: skip
+    if not list(wheels.glob("vllm_omni-*.whl")):
+        why = f"vllm-omni=={VLLM_OMNI} could not be downloaded from the package registry"
+        if os.environ.get("CI"):
+            session.error(why)
+        session.skip(f"{why} (offline?); under CI this fails")
+    (wheel,) = wheels.glob("vllm_omni-*.whl")
+    reports = Path(session.create_tmp()) / "reports"
+    shutil.rmtree(reports, ignore_errors=True)
+    env = {"SESSIONSTATE_VLLM_OMNI_PATH": str(wheel)}
+    session.run(
+        "python", "-m", "sessionstate.fixtures.check_vllm_omni", "--reports", str(reports), env=env
+    )
+    session.run("pytest", "-p", "no:randomly", "-q", "tests/upstream", env=env)
+    _write_compatibility(session, (reports / "matrix.md").read_text())
+
+
+def _write_compatibility(session: nox.Session, matrix: str) -> None:
+    """Put ``matrix`` between docs/vllm-omni.md's markers; under CI, a change is an error."""
+    page = Path("docs/vllm-omni.md")
+    text = page.read_text()
+    begin, end = "<!-- compatibility: begin -->\n", "<!-- compatibility: end -->"
+    head, _, rest = text.partition(begin)
+    _, _, tail = rest.partition(end)
+    updated = f"{head}{begin}{matrix.strip()}\n{end}{tail}"
+    if updated == text:
+        return
+    if os.environ.get("CI"):
+        session.error(f"{page}'s compatibility table is stale; run nox -s upstream and commit it")
+    page.write_text(updated)
+    session.log(f"{page}: compatibility table rewritten")
+
+
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """mypy --strict over all shipped code: the ``sessionstate`` package, which is src/,

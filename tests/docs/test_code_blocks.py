@@ -25,6 +25,7 @@ import sys
 import tokenize
 from dataclasses import dataclass
 from importlib import import_module
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -173,8 +174,16 @@ def test_every_sessionstate_line_parses(words: list[str]) -> None:
 _DOTTED = re.compile(r'(?<!classname=")(?<![/\w.-])sessionstate(?:\.[A-Za-z_][A-Za-z0-9_]*)+')
 
 
+#: Our modules that import a third party the tests do not install, and what they need:
+#: a name in them is checked against the module's source (its top-level definitions).
+NEEDS_ELSEWHERE = {"sessionstate.fixtures.vllm_omni": "vllm_omni"}
+
+
 def _resolve(name: str) -> object:
     """The object ``name`` names: the longest importable module, then attributes."""
+    for module in NEEDS_ELSEWHERE:
+        if name == module or name.startswith(f"{module}."):
+            return _defined_in_source(module, name.removeprefix(module).split(".")[1:])
     parts = name.split(".")
     for cut in range(len(parts), 0, -1):
         try:
@@ -185,6 +194,28 @@ def _resolve(name: str) -> object:
             value = getattr(value, attribute)
         return value
     raise ModuleNotFoundError(name)
+
+
+def _defined_in_source(module: str, attributes: list[str]) -> str:
+    """``module``'s file, when it exists and defines ``attributes[0]`` at its top level."""
+    spec = find_spec(module)
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError(module)
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    defined = {
+        target.id
+        for node in tree.body
+        for target in (
+            node.targets if isinstance(node, ast.Assign)
+            else [node.target] if isinstance(node, ast.AnnAssign)
+            else [ast.Name(node.name)] if isinstance(node, ast.FunctionDef | ast.ClassDef)
+            else []
+        )
+        if isinstance(target, ast.Name)
+    }  # fmt: skip
+    if attributes and attributes[0] not in defined:
+        raise AttributeError(f"{module} defines no {attributes[0]!r}")
+    return spec.origin
 
 
 DOTTED = sorted(
@@ -205,6 +236,9 @@ def test_every_dotted_name_resolves(name: str) -> None:
 def test_a_wrong_name_is_caught() -> None:
     with pytest.raises((ImportError, AttributeError)):
         _resolve("sessionstate.conformance._model.objects.ObjectModel")
+    with pytest.raises(AttributeError):
+        _resolve("sessionstate.fixtures.vllm_omni.no_such_subject")
+    assert _resolve("sessionstate.fixtures.vllm_omni.unguarded")
 
 
 # Docstrings and comments -------------------------------------------------------------

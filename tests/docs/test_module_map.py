@@ -279,6 +279,11 @@ TESTED_IN: dict[str, tuple[tuple[str, ...], str]] = {
         "a correct manager of another design passes every clause, under a CPU hog too, and "
         "counts through its own accounting",
     ),
+    "fixtures.check_vllm_omni": (
+        ("tests/upstream/test_vllm_omni.py",),
+        "vLLM-omni as a client: the runner's exit status and commands, and with the released "
+        "wheel (nox -s upstream) each way its check must go red",
+    ),
     "fixtures.cosmos3_like": (
         ("tests/conformance/test_worked_examples.py", "tests/conformance/test_obj_encode_once.py"),
         "the worked example passes ADAPT and its twin fails; its encode-once spec against OBJ",
