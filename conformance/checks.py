@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from sessionstate.conformance._harness.applicability import NOT_CHECKED
 from sessionstate.conformance._harness.frames import SUBJECT, kind_of
+from sessionstate.conformance._harness.own_outcomes import SubjectOutcome, foreign
 from sessionstate.conformance._report.text import short_repr
 from sessionstate.conformance.clauses import clause as lookup_clause
 
@@ -116,7 +117,10 @@ class calling:
     ``with calling("LRU-1", "get_or_create_session('a')"): ...`` reports
     ``get_or_create_session('a') raised KeyError('a') [LRU-1]``; ``call`` is anything
     whose ``str()`` is the call (built only on failure). Clause failures raised inside
-    pass through unchanged, and so does anything that is not an ``Exception``.
+    pass through unchanged, and so does anything else that is not an ``Exception``, but
+    for pytest's outcomes (``pytest.skip``, ``.xfail``, ``.exit``) and a
+    ``KeyboardInterrupt`` the suite did not raise: those become ``SubjectOutcome``, naming
+    the call, and the test is not checked to the end (``own_outcomes``).
 
     A class rather than a ``@contextmanager`` generator: the bulk steps enter one per
     call into the subject, thousands a step, and a generator costs five times as much.
@@ -135,8 +139,13 @@ class calling:
         self, kind: type[BaseException] | None, error: BaseException | None, tb: object
     ) -> None:
         __tracebackhide__ = True
-        if error is None or isinstance(error, ClauseFailure) or not isinstance(error, Exception):
+        if error is None or isinstance(error, ClauseFailure):
             return  # nothing raised, or it goes on as it is
+        outcome = foreign(error)
+        if outcome is not None:  # pytest.skip, .xfail, .exit, a KeyboardInterrupt: not ours
+            raise SubjectOutcome(f"{self.call} raised {outcome}") from error
+        if not isinstance(error, Exception):
+            return
         clause = self.clause
         frames = subject_frames(error)
         try:

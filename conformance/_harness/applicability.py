@@ -21,6 +21,7 @@ __all__ = [
     "NOT_APPLICABLE",
     "NOT_CHECKED",
     "capability_reason",
+    "clause_list",
     "declared_skip",
     "hooks_needed",
     "missing_hook",
@@ -42,7 +43,8 @@ CONTENTS_NOT_CHECKED = f"{NOT_CHECKED}: contents"
 #: this machine, no model for an object's contents) leaves a clause that no test ran
 #: unchecked, not skipped: it was not checked, and nothing the subject said excused it.
 _DECLARED = re.compile(
-    rf"^(Skipped: )?({NOT_APPLICABLE}\b|expected: |\S+ needs capability '[^']*', which subject "
+    rf"^(Skipped: )?({NOT_APPLICABLE}\b|expected: |[A-Z][\w.,\s-]* needs? capability '[^']*', "
+    r"which subject "
     r"|subject .* has no (manager_factory|config_resolver|accounting|buffer_factory|"
     r"state_objects|adapters)$)",
     re.DOTALL,
@@ -83,13 +85,42 @@ def missing_hook(subject: Any, clause_ids: Iterable[str]) -> tuple[str, str] | N
     return None
 
 
-def capability_reason(clause_id: str, capability: str, subject_name: str) -> str:
-    """The skip reason of a test whose clause needs a capability the subject does not
-    declare (``declared_skip`` knows it)."""
+def capability_reason(clauses: str, capability: str, subject_name: str) -> str:
+    """The skip reason of a test whose ``clauses`` (one id, or ``clause_list``'s) need a
+    capability the subject does not declare (``declared_skip`` knows it)."""
+    verb = "needs" if "," not in clauses and ".." not in clauses else "need"
     return (
-        f"{clause_id} needs capability {capability!r}, which subject {subject_name!r} "
+        f"{clauses} {verb} capability {capability!r}, which subject {subject_name!r} "
         "does not declare"
     )
+
+
+def clause_list(clause_ids: Iterable[str]) -> str:
+    """``OBJ-1..10`` for a run of one group's consecutive clauses, ``ADMIT-2, ADMIT-4``
+    otherwise, sorted by group and number."""
+
+    def key(cid: str) -> tuple[str, int]:
+        group, _, number = cid.rpartition("-")
+        return group, int(number) if number.isdigit() else -1
+
+    parts: list[list[tuple[str, int]]] = []
+    for cid in sorted(dict.fromkeys(clause_ids), key=key):
+        group, _, number = cid.rpartition("-")
+        run = parts[-1] if parts else None
+        if run and run[-1][0] == group and number.isdigit() and run[-1][1] + 1 == int(number):
+            run.append((group, int(number)))
+        else:
+            parts.append([(group, int(number) if number.isdigit() else -1)])
+    shown = []
+    for run in parts:
+        (group, first), (_, last) = run[0], run[-1]
+        if first < 0:
+            shown.append(group)
+        elif len(run) > 2:
+            shown.append(f"{group}-{first}..{last}")
+        else:
+            shown.extend(f"{group}-{number}" for _, number in run)
+    return ", ".join(shown)
 
 
 def declared_skip(message: str) -> bool:

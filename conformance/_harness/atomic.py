@@ -64,7 +64,9 @@ def stage(path: str | os.PathLike[str], text: str, *, exclusive: bool = False) -
     target = Path(os.path.realpath(path))
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        with open(temporary, "x" if exclusive else "w", encoding="utf-8") as out:
+        with open(
+            temporary, "x" if exclusive else "w", encoding="utf-8", errors="backslashreplace"
+        ) as out:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
@@ -131,10 +133,10 @@ def _write_stream(path: str | os.PathLike[str], text: str) -> None:
             stream.flush()
     own = _own_descriptor(path)
     if own is not None:
-        with os.fdopen(os.dup(own), "w", encoding="utf-8") as out:
+        with os.fdopen(os.dup(own), "w", encoding="utf-8", errors="backslashreplace") as out:
             out.write(text)
         return
-    with open(path, "a", encoding="utf-8") as out:
+    with open(path, "a", encoding="utf-8", errors="backslashreplace") as out:
         out.write(text)
 
 

@@ -86,16 +86,16 @@ def _print_header(options: Any, test_seconds: float | None) -> None:
     subject is loaded and its hooks answered (``runner.validate``), so none of this can
     fail for a reason the run would not meet anyway; if it does, the run goes on."""
     from sessionstate.conformance._harness import under_test
-    from sessionstate.conformance._harness.database import describe
     from sessionstate.conformance._harness.devices import select_devices
     from sessionstate.conformance._harness.runner import load_target
+    from sessionstate.conformance._harness.search import run_database
     from sessionstate.conformance._report.terminal import start_lines
 
     try:
         subject = load_target(options.target)
         select_devices(options.devices if options.devices else subject.devices)
         facts = under_test.gather(subject)
-        database = describe(options.database) if options.database else None
+        database = run_database(options.profile, options.database)
         lines = start_lines(facts, options.target, options.profile, options.run_seed(), database,
                             test_seconds)  # fmt: skip
     except Exception:  # the plugin meets the same problem and reports it

@@ -171,20 +171,30 @@ def _mark(
     from sessionstate.conformance._harness.applicability import (
         NOT_APPLICABLE,
         capability_reason,
+        clause_list,
+        hooks_needed,
         missing_hook,
     )
     from sessionstate.conformance._harness.expectations import clause_skips, first_for_test
 
+    # Each reason names every clause of the test that needs what is missing: the clause
+    # table shows a test's reason on each of its clauses' rows.
     for cid in ids:
         missing = sorted(known[cid].requires - subject.capabilities)
         if missing:
-            reason = capability_reason(cid, missing[0], subject.name)
+            needing = [c for c in ids if missing[0] in known[c].requires]
+            reason = capability_reason(clause_list(needing), missing[0], subject.name)
             item.add_marker(pytest.mark.skip(reason=reason))
             break
     lacking = missing_hook(subject, ids)
     if lacking:
-        cid, hook = lacking
-        reason = f"{NOT_APPLICABLE}: subject {subject.name!r} has no {hook}, which {cid} needs"
+        _, hook = lacking
+        needing = [c for c in ids if hook in hooks_needed(c)]
+        verb = "needs" if len(needing) == 1 else "need"
+        reason = (
+            f"{NOT_APPLICABLE}: subject {subject.name!r} has no {hook}, which "
+            f"{clause_list(needing)} {verb}"
+        )
         item.add_marker(pytest.mark.skip(reason=reason))
     # Indexed lookups: a test costs the same whatever the size of the expectations file.
     expectations = state["expectations"]

@@ -17,7 +17,8 @@ What the suite relies on:
   to wrap each example; ``_hypothesis_internal_add_digest`` and
   ``_hypothesis_internal_use_seed`` (``stable_keys.py``, ``database.py``), which key the
   example database and the seed by the suite's own test ids; ``hypothesis.core.
-  decode_failure`` and ``hypothesis.database.choices_to_bytes`` (``reproduce.py``);
+  decode_failure`` and ``hypothesis.database.choices_to_bytes`` (``reproduce.py``; the
+  first also in ``runner.py``, to refuse a malformed ``--blob`` in one line);
   ``hypothesis.internal.conjecture.providers`` and ``constants_ast`` (``input_reach.py``,
   a measurement, not a check); ``hypothesis.internal.observability`` and
   ``ConjectureResult`` (``fuzz_worker.py``, HypoFuzz's side).

@@ -59,7 +59,10 @@ __all__ = [
 #: runs started by hand).
 DATABASE_ENV = "SESSIONSTATE_DATABASE"
 #: What a missing ``[fuzz]`` extra asks for.
-EXTRA_HINT = "pip install 'sessionstate[fuzz]'"
+EXTRA_HINT = (
+    "install sessionstate with its [fuzz] extra, from where you installed it (e.g. "
+    'pip install "/path/to/sessionstate[fuzz]"; see docs/fuzzing.md)'
+)
 
 #: One database object per name and process: Hypothesis and HypoFuzz compare a test's
 #: database with ``settings().database``, and a Redis client opens one connection pool.

@@ -29,6 +29,7 @@ most half a second before the workers stop.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -84,7 +85,7 @@ def usable_cores() -> int:
 @dataclass
 class FuzzOptions:
     target: str = DEFAULT_TARGET
-    #: HypoFuzz's time, after the quick pass (``quick_pass``), which is not counted in it.
+    #: The whole run's time: the quick pass (``quick_pass``), then HypoFuzz for what is left.
     seconds: float = DEFAULT_SECONDS
     workers: int = field(default_factory=usable_cores)
     #: A directory or ``redis://HOST:PORT[/DB]``; None: ``profiles.default_fuzz_database()``
@@ -171,10 +172,18 @@ def run_fuzz(options: FuzzOptions) -> int:
     print(f"  database: {describe(spec)}")
     if options.dashboard:
         print(f"  dashboard: http://localhost:{options.port}/")
+    begun = time.monotonic()
     if options.quick_pass:
         status = quick_pass(options, spec)
         if status is not None:
             return status
+        # --seconds bounds the whole run: HypoFuzz gets what the quick pass left.
+        left = options.seconds - (time.monotonic() - begun)
+        if left < 1:
+            print(f"sessionstate fuzz: the quick pass found nothing and took the {options.seconds:g} "
+                  "s of --seconds: no time was left to fuzz (give more --seconds)")  # fmt: skip
+            return EXIT_OK
+        options = dataclasses.replace(options, seconds=left)
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="sessionstate-fuzz-") as scratch:
         counts_dir = Path(scratch) / "counts"
@@ -244,16 +253,20 @@ def quick_pass(options: FuzzOptions, spec: str) -> int | None:
         check = CheckOptions(
             target=options.target, profile="quick", clauses=list(options.clauses),
             database=spec, workers=workers, report_json=str(report), strict=options.strict,
-            pytest_args=list(options.pytest_args),
+            pytest_args=list(options.pytest_args), run_seconds=options.seconds,
         )  # fmt: skip
         status = supervise(check)
         failed = _failed_tests(report)
     elapsed = time.time() - started
     sys.stdout.flush()
     if status == EXIT_OK:
-        print(f"quick pass: no failure in {elapsed:.0f} s; fuzzing for {options.seconds:g} s",
-              flush=True)  # fmt: skip
+        left = max(options.seconds - elapsed, 0)
+        print(f"quick pass: no failure in {elapsed:.0f} s; fuzzing for the {left:.0f} s left of "
+              f"--seconds", flush=True)  # fmt: skip
         return None
+    if status == EXIT_INCOMPLETE and elapsed >= options.seconds * 0.75:
+        print(f"sessionstate fuzz: the quick pass was cut off by --seconds {options.seconds:g}, "
+              "which bounds the whole run: give more --seconds", file=sys.stderr)  # fmt: skip
     if status == EXIT_FAILED and failed:
         print(f"sessionstate fuzz: {failed[0]} failed after {elapsed:.0f} s, in the quick pass "
               "(the check's report is above; Hypothesis saved its failing cases in the "

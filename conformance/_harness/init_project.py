@@ -43,8 +43,12 @@ subject = Subject(
     # An allocated StateObject accepting append(payload); None: a suite-owned buffer counted
     # through your accounting.
     buffer_factory=None,
-    # Optional features you claim: "threadsafe" (LOCK-4, LOCK-5), "admission" (ADMIT-*, LOCK-6).
+    # Optional features you claim: "threadsafe" (LOCK-4, LOCK-5), "admission" (ADMIT-*, LOCK-6),
+    # "require_session" (LOST-*: require_session() and SessionStateLostError). A feature you
+    # have but do not claim is not checked: its clauses are skipped as not applicable.
     capabilities=frozenset({"threadsafe", "admission"}),
+    # The devices to allocate on (cpu always kept), e.g. ("cpu", "meta"); None: every device.
+    devices=None,
     # StateObjectSpecs for your own StateObjects (OBJ-*) and AdapterSpecs for adapters (ADAPT-*).
     state_objects=(),
     adapters=(),
@@ -86,12 +90,15 @@ jobs:
       # A runner installs it from a git repository, pinned to a tag or commit so that every
       # run checks against the same suite:
       #   sessionstate @ git+https://github.com/<owner>/<repo>@<tag-or-commit>
-      # or from a wheel committed to this repository (build one with `python -m build`):
+      # or from a wheel committed to this repository (build one: pip wheel --no-deps -w ci .):
       #   ./ci/sessionstate-{version}-py3-none-any.whl
       # Once sessionstate is on PyPI: sessionstate=={version}
       SESSIONSTATE_REQUIREMENT: {requirement}
       PROFILE: ${{{{ github.event_name == 'schedule' && 'deep' || 'ci' }}}}
       SESSIONSTATE_HYPOTHESIS_DB: .hypothesis/sessionstate
+      # The suite's own bound on the whole run, inside the job's 90 minutes: a slow subject
+      # ends with a verdict and its reports (tests not reached unchecked), not a killed job.
+      SESSIONSTATE_RUN_TIMEOUT: "4800"
     steps:
       - uses: actions/checkout@v5
       - uses: actions/setup-python@v6

@@ -22,6 +22,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 # Each profile's wall-clock bound per test, enforced by `sessionstate check`'s supervisor:
 # in `bounds`, which the supervisor imports without Hypothesis.
 from sessionstate.conformance._harness.bounds import TEST_SECONDS
+from sessionstate.conformance._harness.search import DEEP_DATABASE_DEFAULT, DEEP_DATABASE_ENV
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -78,7 +79,7 @@ _UNSHRUNK = [Phase.explicit, Phase.reuse, Phase.generate]
 
 
 def _register() -> None:
-    db_dir = os.environ.get("SESSIONSTATE_HYPOTHESIS_DB", ".hypothesis/sessionstate")
+    db_dir = os.environ.get(DEEP_DATABASE_ENV) or DEEP_DATABASE_DEFAULT
     settings.register_profile(
         "sessionstate-quick",
         max_examples=15,

@@ -16,6 +16,7 @@ and keeps everything the run learns as it goes on itself, not in module globals:
 from __future__ import annotations
 
 import json
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -133,6 +134,9 @@ class Recording:
             except OSError:
                 return
             faulthandler.enable(file=self._fault_files[1], all_threads=True)
+            if hasattr(faulthandler, "register") and hasattr(signal, "SIGUSR2"):
+                # The supervisor asks for the call in flight when it stops a run (census).
+                faulthandler.register(signal.SIGUSR2, file=self._fault_files[0], all_threads=True)
         margin = min(5.0, seconds / 4)
         deadline = self.config.getoption(flag("run-deadline"))
         if deadline is not None:  # the supervisor cuts the run off a little after this

@@ -262,8 +262,10 @@ def results_json(
         "suite_version": run["suite_version"],
         "profile": run["profile"],
         "seed": run["seed"],
-        # What the run replayed and expected: the example database (its password redacted)
-        # and the expectations file, each None when the run had none.
+        # Whether the search was randomized: a seed given or drawn each run (deep, fuzz).
+        "randomized": bool(run.get("randomized")),
+        # What the run replayed and expected: the example database (its password redacted,
+        # the profile's own for deep) and the expectations file, each None when it had none.
         "database": run.get("database"),
         "expectations": run.get("expectations"),
         "verdict": judged,

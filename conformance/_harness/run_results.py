@@ -59,17 +59,18 @@ class RunResults:
         if not (path or junit or recording.records):
             return
         from sessionstate import __version__
-        from sessionstate.conformance._harness.database import redact
+        from sessionstate.conformance._harness import search
         from sessionstate.conformance._harness.results import results_json
 
-        database = config.getoption(flag("database"))
+        database = search.run_database(state["profile"], config.getoption(flag("database")))
 
         run = {
             "target": state["target"],
             "suite_version": __version__,
             "profile": state["profile"],
             "seed": state["seed"],
-            "database": redact(database) if database else None,
+            "randomized": search.is_randomized(state["profile"], state["seed"]),
+            "database": database,
             "expectations": config.getoption(flag("expectations")),
             "seconds": round(time.monotonic() - state["started"], 2),
             # Under `sessionstate check`: the wall-clock bound of one test (None: unbounded).

@@ -77,6 +77,9 @@ class CheckOptions:
     #: An example database (a directory or ``redis://HOST:PORT[/DB]``): the run replays
     #: every failure stored there first, randomized with ``seed`` (0 when not given).
     database: str | None = None
+    #: A bound on the whole run in seconds, within the profile's (``SESSIONSTATE_RUN_TIMEOUT``
+    #: or ``bounds.RUN_SECONDS``): ``fuzz`` gives its quick pass its ``--seconds``.
+    run_seconds: float | None = None
 
     def run_seed(self) -> int | None:
         """The seed the run uses: ``seed``, else 0 with a ``database`` (a run that reads
@@ -190,6 +193,27 @@ def _check_reproduce(options: CheckOptions) -> None:
             f"--blob was made by Hypothesis {version}, but {hypothesis.__version__} is installed: "
             "re-run the check for a blob of this version (or install that one)"
         )
+    _check_blob_data(options.blob)
+
+
+def _check_blob_data(blob: str) -> None:
+    """The blob's data decodes as Hypothesis decodes a failure (``decode_failure``, which
+    ``@reproduce_failure`` calls), or ``UsageError`` now: one line, before the header."""
+    from hypothesis.errors import InvalidArgument
+
+    from sessionstate.conformance._harness.reproduce import parse_blob
+
+    try:
+        from hypothesis.core import decode_failure
+    except ImportError:  # moved: the replay itself reports a bad blob
+        return
+    try:
+        decode_failure(parse_blob(blob)[1])
+    except InvalidArgument:
+        raise UsageError(
+            f"--blob {blob!r} is not a failing case Hypothesis can read (cut short or edited?): "
+            "copy it whole from the failure's reproduce line"
+        ) from None
 
 
 def _check_test_id(test_id: str) -> None:

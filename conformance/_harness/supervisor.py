@@ -23,6 +23,11 @@ always ends with a verdict or one line saying why there is none:
   bound itself the child is killed, the tests then running are cut off, those not yet
   run are unchecked, and no further child starts. The verdict follows within
   ``bounds.REPORT_SECONDS``.
+- **Processes and memory** (``census``: ``SESSIONSTATE_MAX_PROCESSES``,
+  ``SESSIONSTATE_MAX_MEMORY_MB``): the child's process group is counted every ``POLL``
+  seconds; past a cap the group is killed, the tests then running are unchecked, naming
+  the cap and the call in flight, and no further child starts (it would do the same
+  again). A fork by subject code never runs the suite twice (``forks``).
 - **Start-up** (imports, hooks, collection) is bounded too (``bounds.startup_bound``); a
   child that ends before a verdict (``os._exit`` at import) is incomplete, exit 3,
   naming the phase. A usage error found in the child comes back as its one line, exit 2.
@@ -53,6 +58,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from sessionstate.conformance._harness import search
 from sessionstate.conformance._harness.bounds import (
     RUN_RESERVE,
     RUN_TIMEOUT_ENV,
@@ -60,6 +66,13 @@ from sessionstate.conformance._harness.bounds import (
     run_bound,
     startup_bound,
     test_bound,
+)
+from sessionstate.conformance._harness.census import (
+    MEMORY_ENV,
+    PROCESSES_ENV,
+    census,
+    memory_cap,
+    process_cap,
 )
 from sessionstate.conformance._harness.exit_policy import EXIT_INFRASTRUCTURE, EXIT_USAGE
 from sessionstate.conformance._harness.frames import LIBRARIES, STDLIB_DIRS
@@ -98,13 +111,18 @@ def supervise(options: CheckOptions) -> int:
     try:
         seconds = test_bound(options.profile, os.environ)
         run_seconds = run_bound(options.profile, os.environ)
+        if options.run_seconds is not None:
+            run_seconds = min(run_seconds or options.run_seconds, options.run_seconds)
+        given = options.workers or ""
+        workers = int(given) if given.isdigit() else os.cpu_count()
+        caps = (process_cap(workers or 1, os.environ), memory_cap(os.environ))
     except UsageError as error:
         print(f"sessionstate check: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     if {"--trace", "--pdb"} & set(options.pytest_args):
         seconds = run_seconds = None  # a person stepping through a test is not a hang
     with tempfile.TemporaryDirectory(prefix="sessionstate-check-") as scratch:
-        run = _Run(options, seconds, Path(scratch), run_seconds=run_seconds)
+        run = _Run(options, seconds, Path(scratch), run_seconds=run_seconds, caps=caps)
         with run.handling_signals():
             return run.go()
 
@@ -177,6 +195,11 @@ class _Run:
     #: The whole run's bound (``None``: unbounded), and whether it ran out.
     run_seconds: float | None = None
     ran_out: bool = False
+    #: The most processes and resident bytes the child's group may hold (None: no cap), and
+    #: why the run was stopped for them ("" while it was not); when it was last counted.
+    caps: tuple[int | None, int | None] = (None, None)
+    stopped_for: str = ""
+    counted: float = 0.0
     started: float = field(default_factory=time.monotonic)
     started_wall: float = field(default_factory=time.time)
     #: Every conformance test collected, with its clauses (all attempts).
@@ -216,8 +239,8 @@ class _Run:
                 break  # every collected test has its record
             last = self._start(skip)
             self._watch(last)
-            if self.ran_out:
-                break  # the run's bound: what is left is unchecked
+            if self.ran_out or self.stopped_for:
+                break  # the run's bound, or a cap: what is left is unchecked
             if last.files["usage"].exists():
                 message = last.files["usage"].read_text(encoding="utf-8")
                 print(f"sessionstate check: error: {message}", file=sys.stderr)
@@ -292,6 +315,8 @@ class _Run:
                 continue
             if self.run_seconds is not None and now - self.started > self.run_seconds:
                 self._run_out(child)
+                continue
+            if now - self.counted >= POLL and self._past_a_cap(child, now):
                 continue
             if not child.tested and startup is not None and now - child.started > startup:
                 self._kill(child, f"start-up took over {startup:g} s")
@@ -369,6 +394,36 @@ class _Run:
             f"{'during start-up' if not child.tested else ''}".rstrip()
             + ": the tests not run are unchecked"
         )
+
+    def _past_a_cap(self, child: _Child, now: float) -> bool:
+        """Count the child's group (``census``); past a cap, stop the run: the tests running
+        are recorded naming the cap and the call in flight, the group is killed."""
+        self.counted = now
+        found = census(child.process.pid)
+        processes, memory = self.caps
+        if found is None:
+            return False
+        if processes is not None and found.processes > processes:
+            why = f"{found.processes} processes, past the cap of {processes} ({PROCESSES_ENV})"
+        elif memory is not None and found.resident > memory:
+            why = (
+                f"{found.resident / 2**20:,.0f} MiB resident, past the cap of "
+                f"{memory / 2**20:,.0f} MiB ({MEMORY_ENV})"
+            )
+        else:
+            return False
+        self.stopped_for = why
+        calls = _calls_now(self.journal, [pid for pid, _ in self.running])
+        for (pid, nodeid), seen in list(self.running.items()):
+            message = f"stopped: the subject's code started {why}{calls.get(pid, '')}"
+            self._record(nodeid, message, round(now - seen, 2))
+            self.running.pop((pid, nodeid), None)
+        self._kill(child, f"stopped: {why}")
+        self.notes.append(
+            f"the run was stopped: the subject's code started {why}; the tests not run are "
+            "unchecked"
+        )
+        return True
 
     def _process_died(self, child: _Child) -> None:
         """The child ended without its results: record the tests it was running."""
@@ -499,6 +554,8 @@ class _Run:
         if not self.collected:
             unfinished: list[str] | None = None
             why = f"the run ended before its tests were collected ({self.phase})"
+            if self.stopped_for:
+                why += f": the subject's code started {self.stopped_for}"
         else:
             unfinished = sorted({c for n in lost for c in self.collected[n]})
             why = f"{len(lost)} test(s) did not run" + (
@@ -510,18 +567,21 @@ class _Run:
                     f"profile's) ran out before {len(lost)} test(s) ran"
                     + (f", e.g. {short_id(lost[0])}" if lost else "")
                 )
+            if self.stopped_for:
+                why = (
+                    f"the run was stopped before {len(lost)} test(s) ran: the subject's code "
+                    f"started {self.stopped_for}"
+                )
             if signum:
                 why = "interrupted before all its tests ran"
-        database = None
-        if options.database:  # Hypothesis is imported only for a run that has one
-            from sessionstate.conformance._harness.database import redact
-
-            database = redact(options.database)
+        # Hypothesis is imported only for a run given a database.
+        database = search.run_database(options.profile, options.database)
         run = {
             "target": options.target,
             "suite_version": __version__,
             "profile": options.profile,
             "seed": options.run_seed(),
+            "randomized": search.is_randomized(options.profile, options.run_seed()),
             "database": database,
             "expectations": options.expectations,
             "seconds": round(time.monotonic() - self.started, 2),
@@ -652,6 +712,29 @@ def _fatal_error(path: Path) -> str:
     what = found[-1].group(1).strip()
     call = _call_from_dump(text[found[-1].start() :])
     return f"{_FATAL_SIGNALS.get(what, what)}{call}"
+
+
+def _calls_now(journal: Path, pids: list[int]) -> dict[int, str]:
+    """The call in flight in each of ``pids``, from the stack faulthandler dumps there on
+    ``SIGUSR2`` (``recording``) into ``<pid>.stack``; ``""`` where none came in time."""
+    if not hasattr(signal, "SIGUSR2"):
+        return {}
+    sizes: dict[int, int] = {}
+    for pid in pids:
+        path = journal / f"{pid}.stack"
+        sizes[pid] = path.stat().st_size if path.exists() else 0
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGUSR2)
+    time.sleep(0.3)  # faulthandler writes from the signal handler, at once
+    found: dict[int, str] = {}
+    for pid, size in sizes.items():
+        try:
+            with (journal / f"{pid}.stack").open(encoding="utf-8", errors="replace") as dump:
+                dump.seek(size)
+                found[pid] = _call_from_dump(dump.read())
+        except OSError:
+            found[pid] = ""
+    return found
 
 
 def _call_in_flight(path: Path) -> str:

@@ -96,7 +96,9 @@ def _left_out(environment: dict[str, Any]) -> str:
 
 
 def _profile_line(profile: str, seed: int | None) -> str:
-    return f"  profile {profile}" + (f", seed {seed}" if seed is not None else ", derandomized")
+    from sessionstate.conformance._harness.search import order
+
+    return f"  profile {profile}, {order(profile, seed)}"
 
 
 def _installed(name: str) -> str:

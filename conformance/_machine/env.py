@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from sessionstate.conformance._harness import own_outcomes
 from sessionstate.conformance._model.env import ENABLE, MAX, parsed_max, recognised_flag
 
 __all__ = ["clause_for", "describe_call", "resolve", "resolver_of", "silence_clause"]
@@ -23,7 +24,7 @@ __all__ = ["clause_for", "describe_call", "resolve", "resolver_of", "silence_cla
 def resolver_of(subject: Any) -> Any:
     """The subject's ``config_resolver``; skips the test when the subject has none."""
     if subject.config_resolver is None:
-        pytest.skip(f"subject {subject.name!r} has no config_resolver")
+        own_outcomes.skip(f"subject {subject.name!r} has no config_resolver")
     return subject.config_resolver
 
 

@@ -8,7 +8,12 @@ This file has one ``<testsuite>`` named after the subject and one ``<testcase>``
   ``ACCT-3``), ``time`` the seconds of its tests;
 - properties ``level``, ``title`` and one ``test`` per test id that checked it;
 - ``failed`` is a ``<failure>``, ``error`` (the subject raised, or hung) an ``<error>``, each
-  with the clause's note as ``message`` and its failing tests' messages as text;
+  with the clause's note as ``message`` and its failing tests' messages as text; but a
+  failed SHOULD clause is a warning (exit 0) unless the run is ``--strict``, and the file
+  counts what the exit status counts: without ``--strict`` it is a ``<skipped>`` of type
+  ``SHOULD clause failed (a warning; --strict fails on it)``, an ``outcome`` property and
+  its failing tests' messages as ``<system-out>`` (a dashboard that turns red on any
+  ``<failure>`` stays green on a conformant run);
 - ``skipped``, ``xfailed`` and ``unchecked`` are ``<skipped>`` whose ``type`` and ``message``
   say which: an unchecked clause was not checked to the end, so it is never shown as passed;
 - ``xpassed`` (an expected failure that passed: the expectation is stale) is a passing
@@ -33,12 +38,27 @@ __all__ = ["to_junit_xml"]
 #: Characters XML 1.0 cannot hold, even escaped (a subject's message may contain them).
 _ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
+#: The ``<skipped>`` type of a failed SHOULD clause in a run without ``--strict``.
+SHOULD_WARNING = "SHOULD clause failed (a warning; --strict fails on it)"
+
+
+def _warning(clause: dict[str, Any], strict: bool) -> bool:
+    """A failed or errored SHOULD clause of a run without ``--strict``: a warning."""
+    return not strict and clause["level"] == "SHOULD" and clause["outcome"] in ("failed", "error")
+
+
 #: Outcomes written as ``<skipped>``; all but a plain skip name themselves in the message.
 _SKIPPED = ("skipped", "xfailed", "unchecked")
 
 
 def _clean(text: object) -> str:
-    return _ILLEGAL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    """``text`` with what XML 1.0 cannot hold as visible escapes (``\\x00``, ``\\udc80``)."""
+    return _ILLEGAL.sub(_escape, str(text))
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def _property(parent: ET.Element, name: str, value: object) -> None:
@@ -63,12 +83,18 @@ def to_junit_xml(results: dict[str, Any]) -> str:
     records: dict[str, list[dict[str, Any]]] = {}
     for record in results.get("tests", []):
         records.setdefault(record["nodeid"], []).append(record)
+    strict = bool(results.get("strict"))
+    warned = sum(_warning(c, strict) for c in clauses.values())
     counts = {
         "tests": len(outcomes),
-        "failures": outcomes.count("failed")
-        + (outcomes.count("xpassed") if results.get("strict") else 0),
-        "errors": outcomes.count("error"),
-        "skipped": sum(o in _SKIPPED for o in outcomes),
+        "failures": sum(
+            c["outcome"] == "failed" and not _warning(c, strict) for c in clauses.values()
+        )
+        + (outcomes.count("xpassed") if strict else 0),
+        "errors": sum(
+            c["outcome"] == "error" and not _warning(c, strict) for c in clauses.values()
+        ),
+        "skipped": sum(o in _SKIPPED for o in outcomes) + warned,
     }
     root = ET.Element("testsuites", name="sessionstate conformance")
     attributes = {
@@ -99,7 +125,7 @@ def to_junit_xml(results: dict[str, Any]) -> str:
         if value is not None and value != "":
             _property(props, name, str(value).lower() if isinstance(value, bool) else value)
     for cid, clause in clauses.items():
-        _testcase(suite, cid, clause, records, strict=bool(results.get("strict")))
+        _testcase(suite, cid, clause, records, strict=strict)
     ET.indent(root)
     body = ET.tostring(root, encoding="unicode")
     return f'<?xml version="1.0" encoding="utf-8"?>\n{body}\n'
@@ -128,7 +154,11 @@ def _testcase(
     for nodeid in dict.fromkeys(clause["tests"]):
         _property(props, "test", nodeid)
     outcome, note = clause["outcome"], clause.get("message", "")
-    if outcome in ("failed", "error"):
+    if _warning(clause, strict):
+        _property(props, "outcome", outcome)
+        ET.SubElement(case, "skipped", type=SHOULD_WARNING, message=_clean(f"{outcome}: {note}"))
+        ET.SubElement(case, "system-out").text = _clean(_failing_tests(clause, records) or note)
+    elif outcome in ("failed", "error"):
         element = ET.SubElement(
             case,
             "failure" if outcome == "failed" else "error",

@@ -440,7 +440,9 @@ def _runs_table(results: list[dict[str, Any]]) -> str:
     def seed(result: dict[str, Any]) -> str:
         if "seed" not in result:
             return ""
-        return "derandomized" if result["seed"] is None else str(result["seed"])
+        if result["seed"] is not None:
+            return str(result["seed"])
+        return "randomized" if result.get("randomized") else "derandomized"
 
     fields: list[tuple[str, Any]] = [
         ("target", lambda r: r.get("target")),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from sessionstate.conformance._harness import search
 from sessionstate.conformance._report.text import markdown_cell, terminal_text
 from sessionstate.conformance.clauses import all_clauses
 
@@ -77,7 +78,7 @@ def start_lines(
     )
     left_out = ", ".join(terminal_text(d) for d in env.get("devices_left_out") or [])
     capabilities = ", ".join(terminal_text(c) for c in facts["capabilities"])
-    order = f"seed {seed}" if seed is not None else "derandomized"
+    order = search.order(profile, seed)
     bound = f"each test cut off after {test_seconds:g} s" if test_seconds else "tests unbounded"
     return [
         f"sessionstate check: {terminal_text(facts['subject'])} ({terminal_text(target)})",

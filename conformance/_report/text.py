@@ -32,10 +32,14 @@ __all__ = ["REPR_LIMIT", "html_text", "markdown_cell", "short_repr", "terminal_t
 
 #: Characters shown as escapes: C0 controls, DEL, C1 controls, the line and paragraph
 #: separators, the Arabic letter mark, LRM/RLM, and the bidi embeddings, overrides and
-#: isolates (U+202A..U+202E, U+2066..U+2069) that reorder what a terminal shows.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+#: isolates (U+202A..U+202E, U+2066..U+2069) that reorder what a terminal shows, and lone
+#: surrogates (U+D800..U+DFFF), which no UTF-8 stream or file can hold.
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 _UNSAFE_IN_HTML = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+    "\ud800-\udfff]"
 )
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 #: Markdown's specials escaped with a backslash (every ASCII punctuation may be).

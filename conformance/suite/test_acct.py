@@ -19,6 +19,7 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from sessionstate.conformance._harness import own_outcomes
 from sessionstate.conformance._harness.devices import allocate, available_devices
 from sessionstate.conformance._machine.acct import (
     BLAMABLE,
@@ -164,7 +165,7 @@ def test_copy_to_another_device_is_another_storage(subject: Any) -> None:
 def test_real_cuda_copies_count_on_their_device(subject: Any) -> None:
     """On a real GPU, a host tensor, its cuda:0 copy and views of it count per device."""
     if not torch.cuda.is_available():
-        pytest.skip("torch.cuda.is_available() is False: no CUDA device is visible")
+        own_outcomes.skip("torch.cuda.is_available() is False: no CUDA device is visible")
     accounting = accounting_of(subject)
     host = torch.zeros(4, 8, dtype=torch.float32)
     gpu = host.to("cuda:0")

@@ -21,6 +21,7 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from sessionstate.conformance._harness import own_outcomes
 from sessionstate.conformance._harness.devices import (
     available_devices,
     borrow,
@@ -174,7 +175,7 @@ def test_borrowed_storages_off_the_host_count_by_identity(subject: Any, focus: s
     told apart by identity like any other: two at data pointer 0 both count, and none is
     merged with the host ranges NumPy and torch share."""
     if not borrowing_available():
-        pytest.skip("torch._C._construct_storage_from_data_pointer is missing on this torch")
+        own_outcomes.skip("torch._C._construct_storage_from_data_pointer is missing on this torch")
     accounting = accounting_of(subject)
     devices = ["meta", *[d for d in available_devices() if is_simulated(d)]]
     borrowed = [borrow(device, numel) for device in devices for numel in (4, 2)]
@@ -215,5 +216,7 @@ def test_opaque_tensors_count_their_elements_once(subject: Any, case: Case) -> N
     """An mkldnn tensor (no storage) counts numel() * element_size() under its device once
     per tensor object (ACCT-12), and never makes accounting raise (ACCT-9)."""
     if not torch.backends.mkldnn.is_available():  # type: ignore[no-untyped-call]  # untyped in torch
-        pytest.skip("torch.backends.mkldnn.is_available() is False: no opaque layout to build")
+        own_outcomes.skip(
+            "torch.backends.mkldnn.is_available() is False: no opaque layout to build"
+        )
     run_case(accounting_of(subject), case, "ACCT-9", counting="ACCT-12")

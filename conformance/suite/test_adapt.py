@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sessionstate.conformance._harness import own_outcomes
 from sessionstate.conformance._harness.run_state import load_configured_subject
 from sessionstate.conformance._machine.adapt import AdapterMachine, LongAdapterMachine
 from sessionstate.conformance._machine.stateful import run_steps
@@ -49,7 +50,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def _spec(subject: Any, spec: AdapterSpec | None) -> AdapterSpec:
     if spec is None:
-        pytest.skip(f"subject {subject.name!r} has no adapters")
+        own_outcomes.skip(f"subject {subject.name!r} has no adapters")
     return spec
 
 

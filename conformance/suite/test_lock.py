@@ -100,7 +100,7 @@ def test_lock_factory_is_called_once_per_manager(subject: Any) -> None:
     factory = CountingFactory(RecordingLock.factory(reentry="allow"))
     manager = make_manager(subject, "LOCK-1", factory, COUNTING)
     check_equal(factory.calls, 1, "LOCK-1", "lock_factory calls", "after constructing one manager")
-    run_sequentially("LOCK-1", manager, SCRIPT, "with a counting lock_factory")
+    run_sequentially("LOCK-1", subject, manager, SCRIPT, "with a counting lock_factory")
     check_equal(factory.calls, 1, "LOCK-1", "lock_factory calls", "after using the manager")
     make_manager(subject, "LOCK-1", factory, COUNTING)
     check_equal(
@@ -112,14 +112,16 @@ def test_lock_factory_is_called_once_per_manager(subject: Any) -> None:
 def test_lock_is_used_only_as_a_context_manager(subject: Any) -> None:
     """A lock with only __enter__/__exit__ (no acquire/release/locked) serves every method."""
     manager = make_manager(subject, "LOCK-1", RecordingLock.factory(reentry="allow"), CONTEXT_ONLY)
-    run_sequentially("LOCK-1", manager, SCRIPT, "with a lock that supports only `with lock:`")
+    run_sequentially(
+        "LOCK-1", subject, manager, SCRIPT, "with a lock that supports only `with lock:`"
+    )
 
 
 @pytest.mark.clause("LOCK-1")
 def test_nullcontext_is_a_valid_lock_factory(subject: Any) -> None:
     """contextlib.nullcontext as lock_factory: every method works and returns the right result."""
     manager = make_manager(subject, "LOCK-1", contextlib.nullcontext, "contextlib.nullcontext")
-    run_sequentially("LOCK-1", manager, SCRIPT, "with lock_factory=contextlib.nullcontext")
+    run_sequentially("LOCK-1", subject, manager, SCRIPT, "with lock_factory=contextlib.nullcontext")
 
 
 # LOCK-2 ---------------------------------------------------------------------------------

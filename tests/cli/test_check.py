@@ -154,10 +154,27 @@ def test_the_header_and_json_say_what_ran(run_cli, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "  profile quick, seed 0;" in done.stdout and "derandomized" not in done.stdout
     report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
-    assert (report["seed"], report["database"], report["expectations"]) == (
-        0, "db", "x.expectations",
+    assert (report["seed"], report["randomized"], report["database"], report["expectations"]) == (
+        0, True, str((tmp_path / "db").resolve()), "x.expectations",
     )  # fmt: skip
     plain = run_cli("check", "--clause", "ENV-1", "--profile", "quick", "--report-json", "p.json")
     assert "  profile quick, derandomized;" in plain.stdout
     report = json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))
-    assert (report["seed"], report["database"], report["expectations"]) == (None, None, None)
+    assert (report["seed"], report["randomized"], report["database"], report["expectations"]) == (
+        None, False, None, None,
+    )  # fmt: skip
+
+
+def test_the_deep_profile_says_it_is_randomized_and_names_its_database(  # conformance._harness.search
+    run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """deep draws a new seed each run and keeps its failures in its own database: the
+    header and the JSON say both (they said "derandomized" and "(none)")."""
+    monkeypatch.delenv("SESSIONSTATE_HYPOTHESIS_DB", raising=False)
+    done = run_cli("check", "--clause", "ENV-1", "--profile", "deep", "--report-json", "d.json")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    database = str((tmp_path / ".hypothesis" / "sessionstate").resolve())
+    assert "  profile deep, randomized (a new seed each run);" in done.stdout
+    assert f"  database: {database}" in done.stdout
+    report = json.loads((tmp_path / "d.json").read_text(encoding="utf-8"))
+    assert (report["seed"], report["randomized"], report["database"]) == (None, True, database)

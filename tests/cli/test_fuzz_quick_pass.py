@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,15 @@ def test_the_quick_pass_finds_what_check_finds_before_fuzzing(run_cli: Run, tmp_
     assert found, out[-3000:]
     assert "machine" in found.group(1)  # a Hypothesis test, whose case the database holds
     assert any(db.iterdir()), "the quick pass saved nothing in the database"
+
+
+def test_seconds_bound_the_whole_run_quick_pass_included(run_cli: Run, tmp_path: Path) -> None:
+    """``--seconds 1`` ends within seconds: the quick pass is inside the bound (it ran past
+    60 s when only HypoFuzz's time was counted), cut short it is incomplete (exit 3), and
+    the line says which bound cut it."""
+    started = time.monotonic()
+    fuzz = run_cli("fuzz", "sessionstate.fixtures.reference_subject:subject", "--clause", "KEY-1",
+                   "--seconds", "1", "-n", "1", "--database", str(tmp_path / "db"))  # fmt: skip
+    assert fuzz.returncode == 3, fuzz.stdout[-3000:] + fuzz.stderr[-3000:]
+    assert time.monotonic() - started < 45
+    assert "cut off by --seconds 1, which bounds the whole run" in fuzz.stderr

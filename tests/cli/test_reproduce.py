@@ -7,6 +7,7 @@ import re
 import shlex
 from pathlib import Path
 
+import hypothesis
 import pytest
 
 #: A zoo subject whose state machines fail LRU-3; triage: the ci search, no shrinking.
@@ -103,6 +104,13 @@ def test_a_fixed_subject_passes_the_case(failing_run: tuple[str, dict], run_cli)
          "is not of the form 'HYPOTHESIS_VERSION:BLOB'"),
         (["--reproduce", "test_lru.py::test_manager_machine", "--blob", "0.0.1:AAAA"],
          "--blob was made by Hypothesis 0.0.1"),
+        # The right version, data cut short: it said the header, "no tests ran", pytest's
+        # ERROR line and "the suite did not run".
+        (["--reproduce", "test_lru.py::test_manager_machine", "--blob",
+          f"{hypothesis.__version__}:AXicZZZZnotbase64"],
+         "is not a failing case Hypothesis can read"),
+        (["--reproduce", "test_lru.py::test_manager_machine", "--blob",
+          f"{hypothesis.__version__}:Ag=="], "is not a failing case Hypothesis can read"),
         (["--reproduce", "test_lru.py::test_manager_machin"], "did you mean 'test_manager_machine'"),
         (["--reproduce", "lru.py::test_x"], "is not a test of the suite"),
         (["--reproduce", "test_lru.py::test_manager_machine", "-n", "2"],

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
+from sessionstate.conformance._harness.own_outcomes import SubjectOutcome, mine
 from sessionstate.conformance.checks import (
     ClauseFailure,
     Derailed,
@@ -49,8 +52,18 @@ def test_calling_turns_an_exception_into_its_clause_and_lets_the_rest_through() 
     with pytest.raises(ClauseFailure) as inner, calling("LRU-1", call):
         check(False, "DROP-2", "another clause's failure")
     assert inner.value.clause == "DROP-2"
+    # A KeyboardInterrupt the suite raised (a SIGINT) goes through; one subject code raised
+    # with no signal, or one of pytest's outcomes, is the subject's: not checked.
     with pytest.raises(KeyboardInterrupt), calling("LRU-1", call):
-        raise KeyboardInterrupt
+        raise mine(KeyboardInterrupt())
+    for raised, shown in [
+        (KeyboardInterrupt(), "KeyboardInterrupt (no signal came)"),
+        (pytest.skip.Exception("not applicable: no GPU"), "pytest.skip('not applicable: no GPU')"),
+        (pytest.exit.Exception("stop", returncode=0), "pytest.exit('stop', returncode=0)"),
+    ]:
+        expected = pytest.raises(SubjectOutcome, match=re.escape(f"{call} raised {shown}"))
+        with expected, calling("LRU-1", call):
+            raise raised
 
 
 def test_a_focused_test_drops_examples_that_break_another_clause() -> None:

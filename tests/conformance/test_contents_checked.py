@@ -9,7 +9,12 @@ from typing import Any
 import pytest
 
 from sessionstate.conformance import StateObjectSpec, Subject
-from sessionstate.conformance._harness.applicability import CONTENTS_NOT_CHECKED
+from sessionstate.conformance._harness.applicability import (
+    CONTENTS_NOT_CHECKED,
+    capability_reason,
+    clause_list,
+    declared_skip,
+)
 from sessionstate.conformance._harness.expectations import Expectation
 from sessionstate.conformance._harness.results import TestRecord, aggregate, verdict
 from sessionstate.conformance.checks import ClauseFailure
@@ -96,3 +101,23 @@ def test_the_log_kind_catches_corrupted_contents() -> None:
     with pytest.raises(ClauseFailure) as failure:
         obj_suite.test_a_run_of_writes_matches_the_model(subject, spec)
     assert failure.value.clause == "OBJ-9"
+
+
+def test_a_skip_reason_names_every_clause_of_the_test_that_needs_it() -> None:
+    """The clause table shows a test's skip reason on each of its clauses' rows, so the
+    reason names them all (it named the first: "OBJ-5 ... has no state_objects, which OBJ-1
+    needs"), compactly, and stays a reason the subject declared."""
+    assert clause_list(f"OBJ-{n}" for n in (3, 1, 2, 4, 10)) == "OBJ-1..4, OBJ-10"
+    assert (
+        clause_list(["ADMIT-8", "ADMIT-1", "LOCK-6", "ADMIT-2"])
+        == "ADMIT-1, ADMIT-2, ADMIT-8, LOCK-6"
+    )
+    many = capability_reason(clause_list(["LOST-1", "LOST-4"]), "require_session", "s")
+    one = capability_reason("LOCK-4", "threadsafe", "s")
+    assert (
+        many
+        == "LOST-1, LOST-4 need capability 'require_session', which subject 's' does not declare"
+    )
+    assert one.startswith("LOCK-4 needs capability 'threadsafe'")
+    assert declared_skip(f"Skipped: {many}") and declared_skip(one)
+    assert not declared_skip("Skipped: LOCK-4 needs a GPU")

@@ -40,6 +40,7 @@ LEAVES = (
     f"{C}._report.text",  # short_repr and the escaping every message uses
     f"{C}._harness.applicability",  # which hooks each clause needs: the words of a skip
     f"{C}._harness.frames",  # whose code a traceback frame is: suite, library or subject
+    f"{C}._harness.own_outcomes",  # the skips the suite raises, told from the subject's
     f"{C}._harness.suite_buffer",  # the buffer a subject without buffer_factory is given
     f"{C}._harness.devices",  # the devices and allocations the strategies draw values on
     f"{C}._harness.caching_allocator",  # the simulated devices' reuse of freed blocks

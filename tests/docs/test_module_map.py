@@ -105,8 +105,9 @@ TESTED_IN: dict[str, tuple[tuple[str, ...], str]] = {
     ),
     "conformance._harness.applicability": (
         ("tests/conformance/test_contents_checked.py",),
-        "only CONTENTS_NOT_CHECKED, the skip a spec without contents gets; the capability and "
-        "hook skips are asserted in the reports of plugin runs, which name no module",
+        "CONTENTS_NOT_CHECKED, the skip a spec without contents gets, and the skip reasons "
+        "naming every clause of a test (clause_list); the capability and hook skips are "
+        "asserted in the reports of plugin runs too, which name no module",
     ),
     "conformance._harness.atomic": (
         ("tests/cli/test_report_text.py", "tests/reliability/test_reports_and_input.py"),
@@ -279,6 +280,27 @@ TESTED_IN: dict[str, tuple[tuple[str, ...], str]] = {
         "a correct manager of another design passes every clause, under a CPU hog too, and "
         "counts through its own accounting",
     ),
+    "conformance._harness.guard": (
+        ("tests/reliability/test_subject_outcomes.py",),
+        "Hypothesis' flaky outcomes turned into a clause failure or a not-checked skip; the "
+        "per-test watchdog and budget are asserted through runs in tests/plugin/"
+        "test_deadlines.py and tests/reliability",
+    ),
+    "conformance._harness.own_outcomes": (
+        ("tests/reliability/test_subject_outcomes.py", "tests/conformance/test_checks.py"),
+        "pytest.skip, .xfail, .exit and a KeyboardInterrupt raised by subject code, through "
+        "check and plain pytest; calling's SubjectOutcome",
+    ),
+    "conformance._harness.census": (
+        ("tests/reliability/test_forks.py",),
+        "the process cap through sessionstate check: a tree of sleeping forks past it stops "
+        "the run, naming it; a cap that is not a number is one line",
+    ),
+    "conformance._harness.search": (
+        ("tests/cli/test_check.py",),
+        "the header and the JSON say how a run searched: derandomized, a seed, deep's new seed "
+        "each run and its database",
+    ),
     "fixtures.check_vllm_omni": (
         ("tests/upstream/test_vllm_omni.py",),
         "vLLM-omni as a client: the runner's exit status and commands, and with the released "
@@ -333,10 +355,6 @@ UNTESTED: dict[str, str] = {
     "conformance._harness.fuzz_worker": (
         "loaded by the HypoFuzz workers of `sessionstate fuzz` (tests/cli/test_fuzz.py), whose "
         "counts it writes; no test names it"
-    ),
-    "conformance._harness.guard": (
-        "the plugin's per-test watchdog and budget, asserted through runs in "
-        "tests/plugin/test_deadlines.py and tests/reliability; no test names it"
     ),
     "conformance._harness.journal": (
         "what the supervisor of every `sessionstate check` follows, through the hanging and "

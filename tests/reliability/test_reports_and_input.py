@@ -382,3 +382,39 @@ def test_case(
     assert _is_device("/dev/full") and _is_device("/dev/null")
     if case.verify is not None:
         case.verify(tmp_path, result)
+
+
+#: A subject name no writer can take as it is: a lone surrogate (no UTF-8 file or stream can
+#: hold one), a NUL, a bidi override and a million characters.
+HOSTILE_NAME = "sub\udc80ject\x00\u202e" + "x" * 1_000_000
+
+
+def test_every_writer_survives_every_string_a_subject_supplies(tmp_path: Path) -> None:
+    """The terminal, the JSON, the JUnit XML and the Markdown summary each take the hostile
+    name escaped, never raise (a lone surrogate made the Markdown writer raise
+    UnicodeEncodeError: a traceback, exit 1, no Markdown while the others were written)."""
+    (tmp_path / "hostile_name.py").write_text(
+        "import dataclasses\n"
+        "from sessionstate.fixtures.reference_subject import subject as reference\n"
+        f"subject = dataclasses.replace(reference, name={HOSTILE_NAME!r})\n",
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONSTATE_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "sessionstate", "check", "hostile_name:subject", "--clause",
+         "ENV-1", "--profile", "quick", "--report-json", "r.json", "--junitxml", "j.xml",
+         "--markdown", "r.md"],
+        cwd=tmp_path, env={**env, "PYTHONPATH": str(tmp_path)}, capture_output=True,
+        timeout=BOUND_S,
+    )  # fmt: skip
+    stderr = done.stderr.decode("utf-8", "replace")
+    assert done.returncode == 0 and "Traceback" not in stderr, stderr[-3000:]
+    assert b"verdict: CONFORMANT" in done.stdout
+    assert b"sub\\udc80ject\\x00\\u202e" in done.stdout  # escaped, on the terminal
+    markdown = (tmp_path / "r.md").read_text(encoding="utf-8")  # strict UTF-8: it decodes
+    assert "\\\\udc80" in markdown or "\\udc80" in markdown, markdown[:300]
+    assert json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["subject"] == HOSTILE_NAME
+    import xml.etree.ElementTree as ET
+
+    suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
+    assert suite is not None and suite.get("name", "").startswith("sub\\udc80ject\\x00")

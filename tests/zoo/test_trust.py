@@ -142,3 +142,14 @@ def test_a_focused_test_no_example_got_through_is_unchecked(tmp_path: Path, run_
         run.describe()
     )
     assert run.outcomes(["ACCT-1", "ACCT-4"]) == {"ACCT-1": "unchecked", "ACCT-4": "failed"}
+
+
+def test_a_table_bug_is_not_charged_to_the_lock(run_check: Any) -> None:
+    """An eviction bug (the most recent session evicted) with a correct lock: LOCK-1's
+    tests compare each result with the same subject's manager on ``threading.Lock``, so the
+    bug fails LRU-4 and never LOCK-1 (against the LRU model, it failed LOCK-1 too, and a
+    reader went looking at their lock)."""
+    run = run_check("sessionstate.fixtures.zoo.lru_mru_eviction:subject", ["LRU-4", "LOCK-1"])
+    assert run.outcomes(["LRU-4", "LOCK-1"]) == {"LRU-4": "failed", "LOCK-1": "passed"}, (
+        run.describe()
+    )

@@ -1,0 +1,154 @@
+"""Subject code that forks (``conformance._harness.forks``), or starts too many processes
+(``conformance._harness.census``), never runs the suite twice and
+never takes the machine: a forked copy of the suite's process ends the moment it returns
+into the suite (``_harness.forks``), and past ``SESSIONSTATE_MAX_PROCESSES`` the run stops
+with its tests unchecked, naming the cap and the call in flight (``_harness.census``), and
+starts no new child.
+
+The forking subjects are bounded by construction: each process forks only while its depth
+is below 6, so whatever happens there are at most 64 of them, and the last ones sleep in
+subject code until the run kills their group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or not hasattr(os, "fork"),
+    reason="fork and /proc as on Linux",
+)
+
+HEADER = """
+    import dataclasses, os, time
+    from sessionstate.fixtures.reference_subject import subject as reference
+    from sessionstate.reference import SessionStateManager
+
+    DEPTH = [0]
+"""
+
+#: Forks at every call, and the copy goes back into the suite (the fork bomb: each copy
+#: forked again at its next call, 1,011 processes in 110 s).
+EVERY_CALL = """
+    def factory(**kwargs):
+        if DEPTH[0] < 6:
+            if os.fork() == 0:
+                DEPTH[0] += 1
+        return SessionStateManager(**kwargs)
+
+    subject = dataclasses.replace(reference, name="forks", manager_factory=factory)
+"""
+
+#: Forks once, in the first call: the copy goes back into the suite.
+ONCE = """
+    def factory(**kwargs):
+        if DEPTH[0] == 0:
+            DEPTH[0] = 1
+            os.fork()
+        return SessionStateManager(**kwargs)
+
+    subject = dataclasses.replace(reference, name="forks-once", manager_factory=factory)
+"""
+
+#: A tree of 64 processes that stay in subject code (sleeping), built in the first call.
+TREE = """
+    def factory(**kwargs):
+        if DEPTH[0] == 0:
+            DEPTH[0] = 1
+            if os.fork() == 0:
+                depth = 1
+                while depth < 6:
+                    os.fork()
+                    depth += 1
+                time.sleep(600)
+                os._exit(0)
+        return SessionStateManager(**kwargs)
+
+    subject = dataclasses.replace(reference, name="forest", manager_factory=factory)
+"""
+
+
+def _check(tmp_path: Path, source: str, clause: str, **env: str) -> tuple[int, str, dict]:
+    (tmp_path / "forking.py").write_text(textwrap.dedent(HEADER + source), encoding="utf-8")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONSTATE_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "sessionstate", "check", "forking:subject", "--clause", clause,
+         "--profile", "quick", "--report-json", "r.json"],
+        cwd=tmp_path, env={**environ, "PYTHONPATH": str(tmp_path), **env},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    return done.returncode, done.stdout + done.stderr, report
+
+
+def _left_behind(tmp_path: Path) -> int:
+    """Processes still running this test's subject file."""
+    alive = 0
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if str(tmp_path).encode() in cmdline.read_bytes():
+                alive += 1
+        except OSError:
+            continue
+    return alive
+
+
+def test_a_factory_that_forks_at_every_call_runs_the_suite_once(tmp_path: Path) -> None:
+    """The copies end as they return into the suite: the verdict is the reference's, every
+    test recorded once, and nothing is left running."""
+    started = time.monotonic()
+    status, output, report = _check(tmp_path, EVERY_CALL, "LRU")
+    assert status == 0, output[-3000:]
+    assert report["verdict"] == "conformant"
+    ids = [test["nodeid"] for test in report["tests"]]
+    assert len(ids) == len(set(ids)), "a test recorded twice"
+    assert time.monotonic() - started < 120
+    assert _left_behind(tmp_path) == 0
+
+
+def test_a_factory_that_forks_once_keeps_its_verdict(tmp_path: Path) -> None:
+    status, output, report = _check(tmp_path, ONCE, "KEY")
+    assert status == 0, output[-3000:]
+    ids = [test["nodeid"] for test in report["tests"]]
+    assert report["verdict"] == "conformant" and len(ids) == len(set(ids))
+
+
+def test_past_the_process_cap_the_run_stops_naming_it(tmp_path: Path) -> None:
+    """64 processes sleeping in subject code, a cap of 16: the run stops within seconds,
+    incomplete (exit 3), the test running unchecked with the cap in its note, no second
+    child started, and the group killed (nothing left running)."""
+    started = time.monotonic()
+    status, output, report = _check(tmp_path, TREE, "KEY-1", SESSIONSTATE_MAX_PROCESSES="16")
+    assert status == 3, output[-3000:]
+    assert report["verdict"] == "incomplete"
+    # Named where the tests stopped: the one running then, or (between two tests) the note
+    # of every clause whose tests did not run.
+    notes = [t["message"] for t in report["tests"] if t["outcome"] == "crashed"]
+    notes.append(report["clauses"]["KEY-1"]["message"])
+    assert any("past the cap of 16 (SESSIONSTATE_MAX_PROCESSES)" in m for m in notes), notes
+    assert "the run was stopped: the subject's code started" in output
+    assert time.monotonic() - started < 90
+    time.sleep(1)
+    assert _left_behind(tmp_path) == 0
+
+
+def test_a_cap_that_is_not_a_number_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "forking.py").write_text(textwrap.dedent(HEADER + ONCE), encoding="utf-8")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONSTATE_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "sessionstate", "check", "forking:subject", "--clause", "KEY-1"],
+        cwd=tmp_path, env={**environ, "PYTHONPATH": str(tmp_path),
+                           "SESSIONSTATE_MAX_PROCESSES": "lots"},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "SESSIONSTATE_MAX_PROCESSES='lots'" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
