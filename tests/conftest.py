@@ -39,6 +39,7 @@ os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} -p no:ra
 SLOW_FIRST = (
     "tests/cli/test_first_contact.py",
     "tests/cli/test_fuzz",
+    "tests/upstream/",
     "tests/reliability/test_supervision.py",
     "tests/zoo/",
     "tests/cli/test_explain.py",

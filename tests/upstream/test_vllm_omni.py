@@ -114,6 +114,25 @@ def test_every_run_is_strict_and_names_its_expectations() -> None:
 # --- with the wheel ------------------------------------------------------------------------
 
 
+def test_the_release_passes_and_the_docs_table_is_its_result(wheel: str, tmp_path: Path) -> None:
+    """``check_vllm_omni`` (what ``nox -s upstream`` runs) on the release: the four runs
+    pass against the shipped expectations, and docs/vllm-omni.md's table is this run's
+    matrix (``nox -s upstream`` rewrites it)."""
+    env = {**os.environ, VARIABLE: wheel}
+    done = subprocess.run(
+        [sys.executable, "-m", "sessionstate.fixtures.check_vllm_omni", "--reports",
+         str(tmp_path)],
+        capture_output=True, text=True, env=env, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
+    docs = Path(__file__).resolve().parents[2] / "docs" / "vllm-omni.md"
+    table = docs.read_text(encoding="utf-8").split("<!-- compatibility: begin -->\n")[1]
+    table = table.split("<!-- compatibility: end -->")[0]
+    assert table.strip() == (tmp_path / "matrix.md").read_text(encoding="utf-8").strip(), (
+        "docs/vllm-omni.md's compatibility table is stale: run nox -s upstream"
+    )
+
+
 def test_the_folder_and_the_wheel_load_the_same_release(wheel: str, unpacked: Path) -> None:
     for path in (wheel, str(unpacked)):
         done = check("sessionstate.fixtures.vllm_omni:subject", "--clause", "ENV", path=path)
