@@ -31,7 +31,11 @@ Contract (SPEC ``ACCT-*``):
   so no code of the value runs and the walk is bounded by memory. Any other
   Mapping or Sequence runs its own code: those yield at most
   ``OTHER_ITEMS_PER_CONTAINER`` items each and ``OTHER_ITEMS_PER_CALL`` in all
-  per call, and an error from one ends its walk, keeping what it gave (ACCT-14).
+  per call, and an error from one ends its walk, keeping what it gave (ACCT-14); their
+  code gets ``OTHER_SECONDS_PER_CALL`` seconds in all per call (ACCT-17).
+* A value whose inspection raises (a tensor subclass whose ``__torch_function__``
+  raises, an object whose ``__getattribute__`` raises or that claims to be a
+  ``torch.Tensor``) counts nothing, and the walk goes on (ACCT-17).
 * Objects exporting a byte buffer (``array.array``, ``mmap``, the exporter of a
   ``memoryview``) count that buffer under ``"cpu"``, by address range like NumPy
   owners; NumPy object arrays count their pointer buffer and have their
@@ -41,6 +45,7 @@ Contract (SPEC ``ACCT-*``):
 from __future__ import annotations
 
 import array as _array
+import time
 import weakref
 from bisect import bisect_left, bisect_right
 from collections import deque
@@ -54,6 +59,7 @@ import torch
 __all__ = [
     "OTHER_ITEMS_PER_CALL",
     "OTHER_ITEMS_PER_CONTAINER",
+    "OTHER_SECONDS_PER_CALL",
     "SeenStorages",
     "device_bytes",
     "merge_bytes",
@@ -71,6 +77,12 @@ SeenStorages: TypeAlias = set[object]
 #: its siblings; per call, so that nesting them cannot multiply the bound.
 OTHER_ITEMS_PER_CONTAINER = 65_536
 OTHER_ITEMS_PER_CALL = 16 * OTHER_ITEMS_PER_CONTAINER
+#: Seconds the code of those containers gets in all, per call (ACCT-17): a Sequence whose
+#: ``__getitem__`` takes a millisecond would take its 65,536 items over a minute. Far above
+#: what the item bounds take at a normal pace (a million items in about half a second).
+OTHER_SECONDS_PER_CALL = 2.0
+#: Items taken between two looks at the clock.
+_CLOCK_EVERY = 64
 
 #: Values never walked (ACCT-8): text and byte strings are values, as is ``range``
 #: (a Sequence of ints it computes, holding no state).
@@ -105,7 +117,8 @@ def device_bytes(value: object, seen: SeenStorages) -> dict[str, int]:
     built-in container is read through its built-in iteration (no code of the
     value's own runs), and other containers yield at most
     :data:`OTHER_ITEMS_PER_CONTAINER` items each and :data:`OTHER_ITEMS_PER_CALL` in
-    all, an error ending that container's walk.
+    all, within :data:`OTHER_SECONDS_PER_CALL` seconds, an error ending that container's
+    walk. A value whose inspection raises counts nothing.
     """
     totals: dict[str, int] = {}  # ACCT-5: a new dict per call; only ``seen`` is shared
     _Walk(seen, totals).run(value)
@@ -117,7 +130,7 @@ class _Walk:
     already entered (so cycles and shared sub-containers are walked once per pass),
     and what is left of the budget for containers other than the built-in ones."""
 
-    __slots__ = ("_spans", "budget", "entered", "seen", "stack", "totals")
+    __slots__ = ("_spans", "budget", "entered", "seconds", "seen", "stack", "totals")
 
     def __init__(self, seen: SeenStorages, totals: dict[str, int]) -> None:
         self.seen = seen
@@ -126,6 +139,7 @@ class _Walk:
         # ACCT-13: an explicit stack of values still to visit, never the call stack.
         self.stack: list[object] = []
         self.budget = OTHER_ITEMS_PER_CALL
+        self.seconds = OTHER_SECONDS_PER_CALL  # left for containers' own code (ACCT-17)
         # The address ranges this seen keeps, once it keeps any (``spans()``).
         self._spans: _HostSpans | None = _HostSpans.find(seen)
 
@@ -136,11 +150,14 @@ class _Walk:
         pop, tensor, visit = stack.pop, self.tensor, self.visit
         while stack:
             item = pop()
-            # Hot path: sessions hold long lists of tensors; dispatch those inline.
-            if isinstance(item, torch.Tensor):
-                tensor(item)
-            else:
-                visit(item)
+            try:
+                # Hot path: sessions hold long lists of tensors; dispatch those inline.
+                if isinstance(item, torch.Tensor):
+                    tensor(item)
+                else:
+                    visit(item)
+            except Exception:  # ACCT-17: a value whose inspection raises counts nothing
+                continue
 
     def visit(self, value: object) -> None:
         cls = type(value)
@@ -184,25 +201,34 @@ class _Walk:
         # Hot path: sessions hold long lists of tensors; count those without the stack.
         tensor, push = self.tensor, self.stack.append
         for item in items:
-            if isinstance(item, torch.Tensor):
-                tensor(item)
-            else:
-                push(item)
+            try:
+                if isinstance(item, torch.Tensor):
+                    tensor(item)
+                else:
+                    push(item)
+            except Exception:  # ACCT-17: a value whose inspection raises counts nothing
+                continue
 
     def other(self, value: Mapping[object, object] | Sequence[object], *, values: bool) -> None:
         # ACCT-14: another Mapping or Sequence runs its own code, which may never end
         # (a Sequence that never raises IndexError) or raise: at most the budget of
         # items each and in all, and an error ends this container, keeping what it gave.
+        # ACCT-17: and that code gets a time budget per call, all containers together.
         limit = min(self.budget, OTHER_ITEMS_PER_CONTAINER)
-        if limit <= 0:
+        if limit <= 0 or self.seconds <= 0:
             return
         taken: list[object] = []
+        started = time.monotonic()
+        deadline = started + self.seconds
         try:
             items = value.values() if values else value  # type: ignore[union-attr]
             for item in islice(items, limit):
                 taken.append(item)
+                if not len(taken) % _CLOCK_EVERY and time.monotonic() > deadline:
+                    break
         except Exception:  # ACCT-9: what could be counted is counted; stats() never raises
             pass
+        self.seconds -= time.monotonic() - started
         self.budget -= len(taken)
         self.stack.extend(taken)
 

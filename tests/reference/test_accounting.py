@@ -5,6 +5,7 @@ from __future__ import annotations
 import array
 import mmap
 import pickle
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from sessionstate.reference import SeenStorages, device_bytes, merge_bytes
+from sessionstate.reference import SeenStorages, accounting, device_bytes, merge_bytes
 from sessionstate.reference.accounting import OTHER_ITEMS_PER_CALL, OTHER_ITEMS_PER_CONTAINER
 
 # Views that share their base's storage; the base is a (4, 8) float32 tensor of 128 bytes.
@@ -662,3 +663,72 @@ class TestHostileValues:
         objects = np.empty(3, dtype=object)
         objects[:] = [torch.zeros(1), None, 1.5]
         assert device_bytes([objects, objects[::2]], set()) == {"cpu": 24 + 4}
+
+
+class _RaisingTorchFunction(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        raise RuntimeError("no operation allowed")
+
+
+class _RaisingAttributes:
+    def __getattribute__(self, name: str) -> Any:
+        raise RuntimeError(f"no {name}")
+
+
+class _ClaimsToBeATensor:
+    __class__ = torch.Tensor  # type: ignore[assignment]
+
+
+class _SlowSequence(Sequence[object]):
+    """``length`` items, each after a millisecond, then ``tail``."""
+
+    def __init__(self, length: int, tail: object) -> None:
+        self.length, self.tail = length, tail
+
+    def __len__(self) -> int:
+        return self.length + 1
+
+    def __getitem__(self, index: int) -> Any:  # type: ignore[override]
+        if not 0 <= index <= self.length:
+            raise IndexError(index)
+        if index == self.length:
+            return self.tail
+        time.sleep(0.001)
+        return None
+
+
+class TestValuesThatRaise:
+    """ACCT-17: a value whose inspection raises counts nothing; the walk goes on, and the
+    code of containers walked by their own iteration gets a time budget per call."""
+
+    @pytest.mark.parametrize(
+        "make",
+        [
+            lambda: torch.zeros(4).as_subclass(_RaisingTorchFunction),
+            _RaisingAttributes,
+            _ClaimsToBeATensor,
+        ],
+        ids=["torch-function", "getattribute", "fake-class"],
+    )
+    def test_counts_nothing_and_the_rest_counts(self, make: Callable[[], object]) -> None:
+        hostile = make()
+        assert device_bytes([torch.zeros(8), hostile, torch.zeros(2)], set()) == {"cpu": 40}
+        assert device_bytes({"x": [hostile], "t": torch.zeros(1)}, set()) == {"cpu": 4}
+
+    def test_a_slow_container_stops_at_the_budget(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(accounting, "OTHER_SECONDS_PER_CALL", 0.05)
+        slow = _SlowSequence(2_000, torch.zeros(3))  # 2 s to read it whole
+        started = time.monotonic()
+        assert device_bytes([slow, torch.zeros(2)], set()) == {"cpu": 8}  # its tail not reached
+        assert time.monotonic() - started < 1.0
+
+    def test_the_budget_is_for_all_containers_together(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(accounting, "OTHER_SECONDS_PER_CALL", 0.05)
+        slow = [_SlowSequence(2_000, None) for _ in range(5)]
+        started = time.monotonic()
+        assert device_bytes([*slow, torch.zeros(1)], set()) == {"cpu": 4}
+        assert time.monotonic() - started < 1.0
+        assert device_bytes(_SlowSequence(3, torch.zeros(2)), set()) == {"cpu": 8}  # a new call

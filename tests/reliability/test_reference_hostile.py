@@ -1,4 +1,4 @@
-"""Hostile values held as session state, against the reference manager (ACCT-13..16).
+"""Hostile values held as session state, against the reference manager (ACCT-13..17).
 
 One table: each case builds a value a session keeps in ``attrs``, the bytes
 ``stats()`` must report for it, and what must still hold of it afterwards
@@ -13,6 +13,7 @@ from __future__ import annotations
 import array
 import mmap
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -117,7 +118,51 @@ CASES = [
     ),
     Hostile("raising-mapping", lambda: [RaisingMapping(torch.zeros(1)), torch.zeros(3)], 12),
     Hostile("bytes-are-values", lambda: [b"x" * 1000, bytearray(1000), torch.zeros(1)], 4),
+    # ACCT-17: values whose inspection raises count nothing, the rest counts; a slow
+    # Sequence (1 ms an item, a minute to read whole) stops at the time budget.
+    Hostile("torch-function-raises", lambda: [_raising_tensor(), torch.zeros(2)], 8),
+    Hostile("getattribute-raises", lambda: [_RaisingAttributes(), torch.zeros(2)], 8),
+    Hostile("claims-to-be-a-tensor", lambda: [_ClaimsToBeATensor(), torch.zeros(2)], 8),
+    # Three minutes to read to the item bounds: past BOUND_S without the budget.
+    Hostile(
+        "slow-sequences", lambda: [*(_SlowSequence(60_000) for _ in range(3)), torch.zeros(2)], 8
+    ),
 ]
+
+
+class _RaisingTorchFunction(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        raise RuntimeError("no operation allowed")
+
+
+def _raising_tensor() -> torch.Tensor:
+    return torch.zeros(4).as_subclass(_RaisingTorchFunction)
+
+
+class _RaisingAttributes:
+    def __getattribute__(self, name: str) -> Any:
+        raise RuntimeError(f"no {name}")
+
+
+class _ClaimsToBeATensor:
+    __class__ = torch.Tensor  # type: ignore[assignment]
+
+
+class _SlowSequence(Sequence[object]):
+    """``length`` items, each after a millisecond's sleep."""
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int) -> Any:  # type: ignore[override]
+        if not 0 <= index < self.length:
+            raise IndexError(index)
+        time.sleep(0.001)
+        return None
 
 
 def _stats_within_bound(manager: SessionStateManager) -> dict[str, int]:

@@ -24,6 +24,7 @@ GENUINE = {
     "ACCT-14",
     "ACCT-15",
     "ACCT-16",
+    "ACCT-17",
     "RESET-2",
     "STATS-6",
 }
