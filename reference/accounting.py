@@ -80,7 +80,7 @@ OTHER_ITEMS_PER_CALL = 16 * OTHER_ITEMS_PER_CONTAINER
 #: Seconds the code of those containers gets in all, per call (ACCT-17): a Sequence whose
 #: ``__getitem__`` takes a millisecond would take its 65,536 items over a minute. Far above
 #: what the item bounds take at a normal pace (a million items in about half a second).
-OTHER_SECONDS_PER_CALL = 2.0
+OTHER_SECONDS_PER_CALL = 1.0
 #: Items taken between two looks at the clock.
 _CLOCK_EVERY = 64
 

@@ -22,8 +22,8 @@ from sessionstate.conformance._machine.acct import accounting_of, within_deadlin
 from sessionstate.conformance.checks import check, check_bytes
 
 #: ACCT-17's budget for containers' own code, per call, and what a walk may take beside it.
-BUDGET_S = 2.0
-WITHIN_S = 4.5
+BUDGET_S = 1.0
+WITHIN_S = 3.0
 
 
 class RaisingTorchFunction(torch.Tensor):
