@@ -61,7 +61,7 @@ def main(argv: list[str]) -> int:
         Path(files["status"]).write_text(json.dumps({"pytest": 0}), encoding="utf-8")
         return 0
     if not spec.get("skip_ids"):  # the first attempt: a resumed one said it already
-        _print_header(options, spec.get("test_seconds"))
+        _print_header(options, spec.get("test_seconds"), spec.get("run_seconds"))
     journal.write("phase", phase="collecting and running the tests")
     import pytest
 
@@ -81,7 +81,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _print_header(options: Any, test_seconds: float | None) -> None:
+def _print_header(options: Any, test_seconds: float | None, run_seconds: float | None) -> None:
     """Say what is being checked before the first test (``terminal.start_lines``): the
     subject is loaded and its hooks answered (``runner.validate``), so none of this can
     fail for a reason the run would not meet anyway; if it does, the run goes on."""
@@ -97,7 +97,7 @@ def _print_header(options: Any, test_seconds: float | None) -> None:
         facts = under_test.gather(subject)
         database = run_database(options.profile, options.database)
         lines = start_lines(facts, options.target, options.profile, options.run_seed(), database,
-                            test_seconds)  # fmt: skip
+                            test_seconds, run_seconds)  # fmt: skip
     except Exception:  # the plugin meets the same problem and reports it
         return
     print("\n".join(lines), flush=True)

@@ -67,6 +67,7 @@ def start_lines(
     seed: int | None,
     database: str | None,
     test_seconds: float | None,
+    run_seconds: float | None = None,
 ) -> list[str]:
     """What ``sessionstate check`` prints before its first test: the subject and target,
     the profile, the devices, the example database, the capabilities and each test's
@@ -80,6 +81,8 @@ def start_lines(
     capabilities = ", ".join(terminal_text(c) for c in facts["capabilities"])
     order = search.order(profile, seed)
     bound = f"each test cut off after {test_seconds:g} s" if test_seconds else "tests unbounded"
+    if run_seconds:  # the profile's bound on the whole run: a slow subject ends within it
+        bound += f", the run after {run_seconds:g} s"
     return [
         f"sessionstate check: {terminal_text(facts['subject'])} ({terminal_text(target)})",
         f"  profile {terminal_text(profile)}, {order}; {bound}",
@@ -146,7 +149,14 @@ def _unchecked_in_full(results: dict[str, Any]) -> list[str]:
     if not unchecked:
         return []
     lines = ["not checked to the end, neither passed nor failed (why, in full):"]
-    lines += [f"  {terminal_text(cid)}: {terminal_text(c['message'])}" for cid, c in unchecked]
+    # One line per reason: a slow call that stopped twenty clauses' tests is named once.
+    by_reason: dict[str, list[str]] = {}
+    for cid, clause in unchecked:
+        by_reason.setdefault(str(clause["message"]), []).append(cid)
+    lines += [
+        f"  {terminal_text(', '.join(cids))}: {terminal_text(reason)}"
+        for reason, cids in by_reason.items()
+    ]
     lines.append(
         "  each note says what stopped the clause's tests; one you accept is an expectations "
         "line 'CLAUSE skip REASON'"

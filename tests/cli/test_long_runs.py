@@ -153,3 +153,27 @@ def test_the_seconds_column_says_what_it_sums() -> None:
     assert any("sums to 60.0 s, more than the run's 40.0 s of wall time" in line for line in lines)
     results["seconds"] = 90.0
     assert not any("wall time" in line for line in table_lines(results))
+
+
+def test_the_header_states_the_run_bound_and_a_reason_is_said_once() -> None:
+    """The header names the whole run's bound beside each test's, and the notes under the
+    table say each reason once, with every clause it stopped (a slow call that left twenty
+    clauses unchecked was printed twenty times)."""
+    from sessionstate.conformance._report.terminal import _unchecked_in_full
+
+    facts = {"subject": "s", "capabilities": [],
+             "environment": {"devices": [{"name": "cpu", "simulated": False}]}}  # fmt: skip
+    lines = start_lines(facts, "m:s", "quick", None, None, 120.0, 600.0)
+    assert lines[1] == (
+        "  profile quick, derandomized; each test cut off after 120 s, the run after 600 s"
+    )
+    slow = "not checked to the end: stopped for time: stats() took 6.1 s a call"
+    clause = {"level": "MUST", "outcome": "unchecked", "message": slow}
+    other = {"level": "MUST", "outcome": "unchecked", "message": "not checked: no CUDA"}
+    results = {"clauses": {"STATS-1": clause, "STATS-2": clause, "LRU-1": clause, "ACCT-4": other}}
+    notes = [line for line in _unchecked_in_full(results) if line.startswith("  ") and ": " in line]
+    assert sum(slow in line for line in notes) == 1, notes
+    assert any(
+        line.endswith(f": {slow}") and "STATS-1" in line and "LRU-1" in line for line in notes
+    )
+    assert "  ACCT-4: not checked: no CUDA" in notes
