@@ -90,15 +90,35 @@ def _check(tmp_path: Path, source: str, clause: str, **env: str) -> tuple[int, s
 
 
 def _left_behind(tmp_path: Path) -> int:
-    """Processes still running this test's subject file."""
+    """Live processes working in this test's folder (the suite's child, and every copy a
+    fork made of it, runs there): none once the check has returned."""
     alive = 0
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+    for cwd in Path("/proc").glob("[0-9]*/cwd"):
         try:
-            if str(tmp_path).encode() in cmdline.read_bytes():
+            if os.readlink(cwd) == str(tmp_path) and _state(cwd.parent) != "Z":
                 alive += 1
         except OSError:
             continue
     return alive
+
+
+def _state(proc: Path) -> str:
+    try:
+        return (proc / "stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return "?"
+
+
+def test_the_census_of_a_folder_sees_a_process_there(tmp_path: Path) -> None:
+    """``_left_behind`` is not vacuous: a process started in the folder is counted."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], cwd=tmp_path)
+    try:
+        time.sleep(0.3)
+        assert _left_behind(tmp_path) == 1
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert _left_behind(tmp_path) == 0
 
 
 def test_a_factory_that_forks_at_every_call_runs_the_suite_once(tmp_path: Path) -> None:
