@@ -40,9 +40,9 @@ def tests(session: nox.Session) -> None:
     env = {"SESSIONSTATE_VLLM_OMNI_PATH": str(wheel)} if wheel else {}
     # worksteal: an idle worker takes queued tests from a busy one; with the slowest
     # tests collected first (tests/conftest.py), the run does not end on one long tail.
-    # Three workers per two cores: many tests wait (on a per-test bound, a hang's deadline,
-    # a stopped Redis) with their cores idle, and another worker uses them meanwhile.
-    workers = str(max(2, (os.cpu_count() or 2) * 3 // 2))
+    # Two workers per core: many tests wait (on a per-test bound, a hang's deadline, a
+    # stopped Redis) with their cores idle, and another worker uses them meanwhile.
+    workers = str(max(2, (os.cpu_count() or 2) * 2))
     session.run("pytest", "-n", workers, "--dist", "worksteal", *session.posargs, env=env)
 
 

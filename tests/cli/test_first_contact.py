@@ -190,7 +190,9 @@ def test_readme_setup_then_init_and_its_check_in_a_fresh_venv(tmp_path: Path) ->
     assert "from sessionstate.reference import (" in template, template
     edited = template.replace("from sessionstate.reference import (", "from my_backend import (")
     subject_file.write_text(edited, encoding="utf-8")
-    check = sh(printed.group(1), project, env)
+    # The printed command at the quick profile: the default profile's depth on the reference
+    # ran above; here the path is what is under test (the subject found next to the user).
+    check = sh(f"{printed.group(1)} --profile quick", project, env)
     assert check.returncode == 0, f"{printed.group(1)}\n{check.stdout[-3000:]}{check.stderr}"
     assert "verdict: CONFORMANT" in check.stdout
     own = "hooks: own manager_factory, config_resolver, accounting"

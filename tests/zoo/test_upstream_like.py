@@ -48,7 +48,7 @@ def _exactly_what_upstream_breaks(run: Any, broken: set[str]) -> None:
 
 def test_fails_exactly_what_upstream_breaks(run_check: Any) -> None:
     """With its buffer, no expectations: the genuine defects fail, exit 1."""
-    run = run_check("sessionstate.fixtures.upstream_like:subject_with_buffer")
+    run = run_check("sessionstate.fixtures.upstream_like:subject_with_buffer", profile="quick")
     failed = {c for c, o in run.outcomes().items() if o in ("failed", "error")}
     _exactly_what_upstream_breaks(run, failed)
     assert run.returncode == 1, run.describe()
