@@ -73,9 +73,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(job, f"sessionstate-{name}")
     if suite_requested(config):
         _hypothesis_for_the_suite(config)
+        from sessionstate.conformance._harness import forks
         from sessionstate.conformance._harness.own_outcomes import install_sigint
 
         install_sigint()  # a Ctrl-C is the suite's KeyboardInterrupt, not the subject's
+        forks.install()  # a fork in a test (guard arms it) never runs the suite twice
 
 
 @pytest.fixture(scope="session")

@@ -63,7 +63,6 @@ class Guard:
         from sessionstate.conformance.checks import forget_derailments, not_checked_reason
 
         forget_derailments()
-        forks.install()
         config = item.config
         seconds = run_state(config)["call_timeout"] if RUN_STATE in config.stash else None
         outcome: Any
