@@ -14,8 +14,8 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from sessionstate.conformance._harness.applicability import NOT_CHECKED
-from sessionstate.conformance._harness.frames import SUBJECT, kind_of
-from sessionstate.conformance._harness.own_outcomes import SubjectOutcome, foreign
+from sessionstate.conformance._harness.supervision.frames import SUBJECT, kind_of
+from sessionstate.conformance._harness.supervision.own_outcomes import SubjectOutcome, foreign
 from sessionstate.conformance._report.text import short_repr
 from sessionstate.conformance.clauses import clause as lookup_clause
 
@@ -162,7 +162,7 @@ def subject_frames(error: BaseException) -> str:
     """Where in the subject's own code ``error`` was raised, as lines to follow a failure's
     first line (reports keep the first line; pytest's output shows these): the innermost
     ``SUBJECT_FRAMES`` frames of the traceback that are neither the suite's, the standard
-    library's nor a library the suite runs on (``_harness.frames``), innermost last, each
+    library's nor a library the suite runs on (``_harness.supervision.frames``), innermost last, each
     with its source line. ``""`` when none is the subject's."""
     import linecache
     import traceback

@@ -15,7 +15,7 @@ named after it; the hooks live there:
 ``_harness.collection``     profile and devices before import; selection; capability,
                             hook and expectation skips
 ``_harness.recording``      each test's record, the supervisor's journal, why a run stopped
-``_harness.guard``          the watchdog on every call into the subject, the test's budget
+``_harness.supervision.guard``          the watchdog on every call into the subject, the test's budget
 ``_harness.run_results``    the JSON results, the per-clause JUnit XML, the exit status
 ``_report.header``          the report header, the clause table at the end
 ==========================  =================================================================
@@ -31,7 +31,6 @@ from typing import Any
 import pytest
 
 from sessionstate.conformance._harness.collection import Collection
-from sessionstate.conformance._harness.guard import Guard
 from sessionstate.conformance._harness.options import add_pytest_options
 from sessionstate.conformance._harness.recording import RECORDING, Recording
 from sessionstate.conformance._harness.run_results import RunResults
@@ -43,6 +42,7 @@ from sessionstate.conformance._harness.run_state import (
 )
 from sessionstate.conformance._harness.short_ids import SUITE_DIR
 from sessionstate.conformance._harness.stable_keys import StableKeys
+from sessionstate.conformance._harness.supervision.guard import Guard
 from sessionstate.conformance._report.header import Header
 
 
@@ -73,8 +73,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(job, f"sessionstate-{name}")
     if suite_requested(config):
         _hypothesis_for_the_suite(config)
-        from sessionstate.conformance._harness import forks
-        from sessionstate.conformance._harness.own_outcomes import install_sigint
+        from sessionstate.conformance._harness.supervision import forks
+        from sessionstate.conformance._harness.supervision.own_outcomes import install_sigint
 
         install_sigint()  # a Ctrl-C is the suite's KeyboardInterrupt, not the subject's
         forks.install()  # a fork in a test (guard arms it) never runs the suite twice

@@ -122,7 +122,7 @@ class Subject:
         if self.buffer_factory is not None:
             return self.buffer_factory()
         if self.accounting is None:
-            from sessionstate.conformance._harness import own_outcomes
+            from sessionstate.conformance._harness.supervision import own_outcomes
 
             own_outcomes.skip(
                 f"{NOT_APPLICABLE}: subject {self.name!r} has neither buffer_factory nor "

@@ -13,7 +13,7 @@ What the suite relies on:
   drawn from an ordinary ``@given`` test's ``data``. From 6.124.5 to 6.138.14 its
   ``inner_test`` wants an argument more and every stateful clause ERRORs; older releases
   (6.90.0, say) do not have the function, and the suite cannot be collected.
-- Hypothesis ``test.hypothesis.inner_test`` (``_harness/guard.py``), the documented place
+- Hypothesis ``test.hypothesis.inner_test`` (``_harness/supervision/guard.py``), the documented place
   to wrap each example; ``_hypothesis_internal_add_digest`` and
   ``_hypothesis_internal_use_seed`` (``stable_keys.py``, ``database.py``), which key the
   example database and the seed by the suite's own test ids; ``hypothesis.core.

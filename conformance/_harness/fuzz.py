@@ -107,7 +107,7 @@ def validate(options: FuzzOptions) -> str:
     from sessionstate.conformance._harness.database import EXTRA_HINT, open_database
     from sessionstate.conformance._harness.profiles import default_fuzz_database
     from sessionstate.conformance._harness.runner import CheckOptions
-    from sessionstate.conformance._harness.supervisor import validate_in_child
+    from sessionstate.conformance._harness.supervision.validation import validate_in_child
 
     if not (options.seconds > 0 and options.seconds != float("inf")):  # nan fails both
         raise UsageError(f"--seconds {options.seconds:g}: give a finite number of seconds above 0")
@@ -150,7 +150,7 @@ def run_fuzz(options: FuzzOptions) -> int:
         open_database,
         redact,
     )
-    from sessionstate.conformance._harness.supervisor import NoAnswer
+    from sessionstate.conformance._harness.supervision.validation import NoAnswer
 
     try:
         spec = validate(options)
@@ -240,7 +240,7 @@ def quick_pass(options: FuzzOptions, spec: str) -> int | None:
     (the failing example is stored in the database, for ``check --database`` to replay),
     2 misuse, 3 incomplete, 4 infrastructure, 128 + a signal when interrupted."""
     from sessionstate.conformance._harness.runner import CheckOptions
-    from sessionstate.conformance._harness.supervisor import supervise
+    from sessionstate.conformance._harness.supervision.supervisor import supervise
 
     # The check's own limit is a few processes per CPU: more than the CPUs only thrashes.
     processes = min(options.workers, usable_cores())
@@ -448,7 +448,7 @@ def _replay(options: FuzzOptions, spec: str) -> int:
     the run's, by the one policy (a SHOULD clause's failure is a warning unless ``strict``).
     A failure that does not fail again on replay is said so, and exits 1."""
     from sessionstate.conformance._harness.runner import CheckOptions
-    from sessionstate.conformance._harness.supervisor import supervise
+    from sessionstate.conformance._harness.supervision.supervisor import supervise
 
     sys.stdout.flush()
     with tempfile.TemporaryDirectory(prefix="sessionstate-replay-") as scratch:

@@ -19,10 +19,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from sessionstate.conformance._harness.search import DEEP_DATABASE_DEFAULT, DEEP_DATABASE_ENV
+
 # Each profile's wall-clock bound per test, enforced by `sessionstate check`'s supervisor:
 # in `bounds`, which the supervisor imports without Hypothesis.
-from sessionstate.conformance._harness.bounds import TEST_SECONDS
-from sessionstate.conformance._harness.search import DEEP_DATABASE_DEFAULT, DEEP_DATABASE_ENV
+from sessionstate.conformance._harness.supervision.bounds import TEST_SECONDS
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -198,7 +199,10 @@ def load_profile(name: str, seed: int | None = None, database: str | None = None
 
         hypofuzz_compat()
         if os.environ.get(COUNTS_ENV):  # a worker of `sessionstate fuzz`
+            from sessionstate.conformance._harness.supervision import forks
+
             count_examples(os.environ[COUNTS_ENV])
+            forks.arm_for_good()  # it runs tests outside pytest's call phase, where the guard arms
         return
     if seed is None and database is None:
         settings.load_profile(f"sessionstate-{name}")

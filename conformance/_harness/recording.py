@@ -40,7 +40,7 @@ from sessionstate.conformance._harness.short_ids import short_id
 from sessionstate.conformance.checks import item_clauses
 
 if TYPE_CHECKING:
-    from sessionstate.conformance._harness.journal import Journal
+    from sessionstate.conformance._harness.supervision.journal import Journal
 
 __all__ = ["RECORDING", "Recording", "database_faults", "merge_faults"]
 
@@ -77,7 +77,7 @@ class Recording:
         self.journal: Journal | None = None
         folder = config.getoption(flag("journal"))
         if folder:
-            from sessionstate.conformance._harness.journal import Journal
+            from sessionstate.conformance._harness.supervision.journal import Journal
 
             self.journal = Journal(folder)
 
@@ -251,7 +251,7 @@ def _clause_properties(
     # are xfailed as a whole, so none is named failed).
     xfailed = call.excinfo is not None and hasattr(report, "wasxfail") and not report.failed
     if call.excinfo is not None and (report.failed or xfailed):
-        from sessionstate.conformance._harness.watchdog import Hang
+        from sessionstate.conformance._harness.supervision.deadline import Hang
         from sessionstate.conformance.checks import clauses_of
 
         error = call.excinfo.value

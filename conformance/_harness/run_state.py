@@ -38,7 +38,7 @@ __all__ = [
     "suite_requested",
 ]
 
-# The variables the options table names (watchdog.TIMEOUT_ENV is the last one's too).
+# The variables the options table names (deadline.TIMEOUT_ENV is the last one's too).
 SUBJECT_ENV = env_var("subject")
 PROFILE_ENV = env_var("profile")
 CALL_TIMEOUT_ENV = env_var("call-timeout")
@@ -108,7 +108,7 @@ def new_run_state(config: pytest.Config) -> RunState:
 
 def _call_timeout(config: pytest.Config) -> float | None:
     """The per-call deadline (``watchdog.Watchdog``) the options ask for; ``None``: none."""
-    from sessionstate.conformance._harness.watchdog import deadline_from
+    from sessionstate.conformance._harness.supervision.deadline import deadline_from
 
     value = config.getoption(flag("call-timeout")) or os.environ.get(CALL_TIMEOUT_ENV)
     try:

@@ -319,12 +319,12 @@ def check_hooks(subject: Any) -> None:
 
 
 def _call_hook(subject: Any, call: str, hook: Callable[[], Any]) -> Any:
-    from sessionstate.conformance._harness.watchdog import (
+    from sessionstate.conformance._harness.supervision.deadline import (
         TIMEOUT_ENV,
         Hang,
-        Watchdog,
         deadline_from,
     )
+    from sessionstate.conformance._harness.supervision.watchdog import Watchdog
 
     try:
         seconds = deadline_from(os.environ.get(TIMEOUT_ENV))

@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from sessionstate.conformance._harness import own_outcomes
-from sessionstate.conformance._harness.watchdog import blame
+from sessionstate.conformance._harness.supervision import own_outcomes
+from sessionstate.conformance._harness.supervision.deadline import blame
 from sessionstate.conformance._model.host import Shared, new_bytes
 from sessionstate.conformance._model.memory import Held, definitions, expected_bytes
 from sessionstate.conformance._report.text import short_repr
@@ -103,7 +103,7 @@ def within_deadline(
     accounting: Any, value: object, seen: set[Any], clause: str, call: str, when: str
 ) -> Any:
     """``accounting(value, seen)``, where a walk that never ends fails ``clause`` (ACCT-9),
-    not LOCK-3, when the plugin's watchdog interrupts it (``watchdog.DEFAULT_SECONDS``)."""
+    not LOCK-3, when the plugin's watchdog interrupts it (``deadline.DEFAULT_SECONDS``)."""
     with calling(clause, call), blame(clause, call, why=f", after {when}"):
         result = accounting(value, seen)  # RecursionError included: a failure too
     return checked(result, call)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from sessionstate.conformance._harness import own_outcomes
+from sessionstate.conformance._harness.supervision import own_outcomes
 from sessionstate.conformance._model.env import ENABLE, MAX, parsed_max, recognised_flag
 
 __all__ = ["clause_for", "describe_call", "resolve", "resolver_of", "silence_clause"]

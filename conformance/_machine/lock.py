@@ -40,7 +40,11 @@ from dataclasses import dataclass, field
 from types import CodeType, FrameType
 from typing import Any, Literal
 
-from sessionstate.conformance._harness.watchdog import DEFAULT_SECONDS, InFlight, run_threads_within
+from sessionstate.conformance._harness.supervision.deadline import DEFAULT_SECONDS
+from sessionstate.conformance._harness.supervision.thread_deadline import (
+    InFlight,
+    run_threads_within,
+)
 from sessionstate.conformance._model.linearizability import (
     Call,
     Recorder,

@@ -32,7 +32,10 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from typing import Any
 
-from sessionstate.conformance._harness.watchdog import InFlight, run_threads_within
+from sessionstate.conformance._harness.supervision.thread_deadline import (
+    InFlight,
+    run_threads_within,
+)
 from sessionstate.conformance._machine.lock import (
     MAX_SESSIONS,
     YIELD_PROBABILITY,

@@ -108,7 +108,8 @@ def _bound_lines(config: pytest.Config) -> list[str]:
 
 def _deadline_line(config: pytest.Config) -> str:
     """Whether calls into the subject are bounded, and by what (see ``guard``)."""
-    from sessionstate.conformance._harness.watchdog import CONFIRM_FACTOR, unavailable
+    from sessionstate.conformance._harness.supervision.deadline import CONFIRM_FACTOR
+    from sessionstate.conformance._harness.supervision.watchdog import unavailable
 
     seconds = run_state(config)["call_timeout"]
     why: str | None

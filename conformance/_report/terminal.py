@@ -8,6 +8,7 @@ can neither forge a line (a fake verdict) nor break a table row.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -157,11 +158,30 @@ def _unchecked_in_full(results: dict[str, Any]) -> list[str]:
         f"  {terminal_text(', '.join(cids))}: {terminal_text(reason)}"
         for reason, cids in by_reason.items()
     ]
+    lines += [f"  {terminal_text(line)}" for line in _slow_calls(results)]
     lines.append(
         "  each note says what stopped the clause's tests; one you accept is an expectations "
         "line 'CLAUSE skip REASON'"
     )
     return lines
+
+
+#: How a test's reason names a subject function found too slow (``watchdog._slow``).
+_SLOW_CALL = re.compile(r"too slow to judge: (\S+\(\) took (?:over )?[\d.]+ s a call)")
+
+
+def _slow_calls(results: dict[str, Any]) -> list[str]:
+    """Each subject function found too slow to judge, once, with the number of tests it
+    stopped (a test whose reason names it: the first that ran out of time in it, then each
+    later test cut at its first slow call)."""
+    stopped: dict[str, int] = {}
+    for test in results.get("tests", []):
+        for fact in dict.fromkeys(_SLOW_CALL.findall(str(test.get("message", "")))):
+            stopped[fact] = stopped.get(fact, 0) + 1
+    return [
+        f"too slow to judge: {fact} ({count} test{'s' * (count != 1)} stopped in it)"
+        for fact, count in stopped.items()
+    ]
 
 
 def table_lines(results: dict[str, Any]) -> list[str]:

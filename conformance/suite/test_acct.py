@@ -19,8 +19,8 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from sessionstate.conformance._harness import own_outcomes
 from sessionstate.conformance._harness.devices import allocate, available_devices
+from sessionstate.conformance._harness.supervision import own_outcomes
 from sessionstate.conformance._machine.acct import (
     BLAMABLE,
     OTHER_ITEMS,

@@ -21,13 +21,13 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from sessionstate.conformance._harness import own_outcomes
 from sessionstate.conformance._harness.devices import (
     available_devices,
     borrow,
     borrowing_available,
     is_simulated,
 )
+from sessionstate.conformance._harness.supervision import own_outcomes
 from sessionstate.conformance._machine.acct import (
     Case,
     accounting_of,

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionstate.conformance._harness import own_outcomes
 from sessionstate.conformance._harness.run_state import load_configured_subject
+from sessionstate.conformance._harness.supervision import own_outcomes
 from sessionstate.conformance._machine.adapt import AdapterMachine, LongAdapterMachine
 from sessionstate.conformance._machine.stateful import run_steps
 from sessionstate.conformance.adapters import AdapterSpec, adapter_policies

@@ -1,7 +1,7 @@
 """LOCK-*: locking (SPEC.md, "LOCK: locking").
 
 Every call into the subject from the test's own thread is bounded by the
-watchdog the plugin arms around each test (``conformance._harness.watchdog``): a
+watchdog the plugin arms around each test (``conformance._harness.supervision.watchdog``): a
 call that deadlocks on ``threading.Lock`` fails LOCK-3 naming the call, instead of
 hanging CI. The threads of LOCK-4 and LOCK-5 have a deadline of their own
 (``run_threads_within``). The locks handed to the subject are the suite's own
@@ -27,7 +27,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionstate.conformance._harness.watchdog import InFlight, run_threads_within
+from sessionstate.conformance._harness.supervision.thread_deadline import (
+    InFlight,
+    run_threads_within,
+)
 from sessionstate.conformance._machine.lock import (
     CONTEXT_ONLY,
     COUNTING,

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessionstate.conformance._harness import own_outcomes
 from sessionstate.conformance._harness.applicability import CONTENTS_NOT_CHECKED
 from sessionstate.conformance._harness.run_state import load_configured_subject
+from sessionstate.conformance._harness.supervision import own_outcomes
 from sessionstate.conformance._machine.obj import (
     MISUSES,
     StateObjectMachine,

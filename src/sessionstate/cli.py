@@ -219,7 +219,7 @@ def _split_passthrough(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 def _check(args: argparse.Namespace, passthrough: list[str]) -> int:
     from sessionstate.conformance._harness.runner import CheckOptions
-    from sessionstate.conformance._harness.supervisor import supervise
+    from sessionstate.conformance._harness.supervision.supervisor import supervise
     from sessionstate.conformance.subject import DEFAULT_TARGET
 
     problem = unsupported_dependencies()

@@ -192,7 +192,8 @@ def test_reproduce_of_a_should_case_that_passes_exits_3(tmp_path: Path) -> None:
 
 def _replay_with(monkeypatch: pytest.MonkeyPatch, status: int, outcome: str) -> int:
     """``fuzz._replay`` over a check that exits ``status`` with STATS-6 ``outcome``."""
-    from sessionstate.conformance._harness import runner, supervisor
+    from sessionstate.conformance._harness import runner
+    from sessionstate.conformance._harness.supervision import supervisor
 
     def check(options: runner.CheckOptions) -> int:
         clauses = {"STATS-6": {"level": "SHOULD", "outcome": outcome}}

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
-from sessionstate.conformance._harness.own_outcomes import SubjectOutcome, mine
+from sessionstate.conformance._harness.supervision.own_outcomes import SubjectOutcome, mine
 from sessionstate.conformance.checks import (
     ClauseFailure,
     Derailed,

@@ -39,8 +39,8 @@ C = "sessionstate.conformance"
 LEAVES = (
     f"{C}._report.text",  # short_repr and the escaping every message uses
     f"{C}._harness.applicability",  # which hooks each clause needs: the words of a skip
-    f"{C}._harness.frames",  # whose code a traceback frame is: suite, library or subject
-    f"{C}._harness.own_outcomes",  # the skips the suite raises, told from the subject's
+    f"{C}._harness.supervision.frames",  # whose code a traceback frame is: suite, library or subject
+    f"{C}._harness.supervision.own_outcomes",  # the skips the suite raises, told from the subject's
     f"{C}._harness.suite_buffer",  # the buffer a subject without buffer_factory is given
     f"{C}._harness.devices",  # the devices and allocations the strategies draw values on
     f"{C}._harness.caching_allocator",  # the simulated devices' reuse of freed blocks
@@ -184,4 +184,4 @@ def test_the_rule_sees_an_upward_import() -> None:
     """A machine importing the plugin is reported; the check is not vacuous."""
     assert tier(f"{C}._machine.lru") < tier(f"{C}.plugin")
     assert tier(f"{C}._model.memory") < tier(f"{C}.checks") < tier(f"{C}._harness.runner")
-    assert tier(f"{C}._harness.frames") == tier(f"{C}.checks")
+    assert tier(f"{C}._harness.supervision.frames") == tier(f"{C}.checks")

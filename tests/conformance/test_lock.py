@@ -1,5 +1,5 @@
 """The LOCK machinery: instrumented locks (``conformance/_machine/lock.py``), the threads of
-the concurrent checks (``conformance/_harness/watchdog.py``), and the exact failures the LOCK
+the concurrent checks (``conformance/_harness/supervision/watchdog.py``), and the exact failures the LOCK
 suite reports for subjects with one locking bug each (the per-call deadline itself:
 ``test_watchdog.py``)."""
 
@@ -14,8 +14,13 @@ from typing import Any
 import pytest
 
 from sessionstate.conformance import Subject
-from sessionstate.conformance._harness import watchdog
-from sessionstate.conformance._harness.watchdog import Hang, InFlight, Watchdog, run_threads_within
+from sessionstate.conformance._harness.supervision import watchdog
+from sessionstate.conformance._harness.supervision.deadline import Hang
+from sessionstate.conformance._harness.supervision.thread_deadline import (
+    InFlight,
+    run_threads_within,
+)
+from sessionstate.conformance._harness.supervision.watchdog import Watchdog
 from sessionstate.conformance._machine.acct import within_deadline
 from sessionstate.conformance._machine.lock import (
     CountingFactory,

@@ -12,7 +12,10 @@ from typing import Any
 
 import pytest
 
-from sessionstate.conformance._harness.watchdog import InFlight, run_threads_within
+from sessionstate.conformance._harness.supervision.thread_deadline import (
+    InFlight,
+    run_threads_within,
+)
 from sessionstate.conformance._machine.lock import MAX_SESSIONS
 from sessionstate.conformance._machine.lock_raise import (
     FAR_CAP,

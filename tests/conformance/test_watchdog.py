@@ -1,4 +1,4 @@
-"""The per-call deadline (``conformance/_harness/watchdog.py``): what it interrupts, what it leaves
+"""The per-call deadline (``conformance/_harness/supervision/watchdog.py``): what it interrupts, what it leaves
 alone, what it reports, and that it leaves no timer behind.
 
 Functions defined in this file count as subject code (they are not the suite's); the
@@ -18,18 +18,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionstate.conformance._harness import watchdog
-from sessionstate.conformance._harness.watchdog import (
+from sessionstate.conformance._harness.supervision import deadline, thread_deadline, watchdog
+from sessionstate.conformance._harness.supervision.deadline import (
     Hang,
-    InFlight,
     OutOfTime,
     TooSlow,
-    Watchdog,
     blame,
     deadline_from,
-    run_threads_within,
-    unavailable,
 )
+from sessionstate.conformance._harness.supervision.thread_deadline import (
+    InFlight,
+    run_threads_within,
+)
+from sessionstate.conformance._harness.supervision.watchdog import Watchdog, unavailable
 from sessionstate.fixtures.zoo.lock_stats_reentrant import StatsReentrantManager
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"{unavailable()}")
@@ -39,15 +40,16 @@ SECONDS, TICK = 0.5, 0.05
 CONFIRM = 1.5
 #: Scheduling slack: half a second on an idle machine, scaled by the load per core now (a
 #: loaded machine delivers the timer and schedules the thread later, never earlier).
-SLACK = 0.5 * watchdog.load_factor()
+SLACK = 0.5 * deadline.load_factor()
 
 
 @pytest.fixture(autouse=True)
 def fresh_watchdog(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No function has hung before; no timer or handler is left after the test."""
     monkeypatch.setattr(watchdog, "_hung", set())
-    monkeypatch.setattr(watchdog, "_slow", set())
+    monkeypatch.setattr(watchdog, "_slow", {})
     monkeypatch.setattr(watchdog, "load_factor", lambda: 1.0)  # an idle machine's bounds
+    monkeypatch.setattr(thread_deadline, "load_factor", lambda: 1.0)
     before = signal.getsignal(signal.SIGALRM)
     yield
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
@@ -155,6 +157,41 @@ def test_a_spent_budget_stops_the_test_in_subject_code_naming_the_busiest_call()
     )
 
 
+def test_a_function_that_cost_a_test_its_verdict_is_cut_at_once_in_later_tests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A test ran out of time in calls of 0.4 s: ``learn`` marks the function slow (its
+    mean call), and in a later test a call of it is too slow to judge after
+    ``SLOW_CALL_SECONDS``, not at the confirmation bound, with the same reason every time;
+    a function whose calls were short is not marked and runs on."""
+    monkeypatch.setattr(watchdog, "SLOW_CALL_SECONDS", 0.3)
+    with Watchdog(5.0, TICK, budget=1.0) as watch, pytest.raises(OutOfTime):
+        while True:
+            sleep_for(0.4)
+            spin_for(0.01)
+    assert [re.sub(r"\d\.\d", "N", fact) for fact in watch.learn()] == [
+        "sleep_for() took N s a call"
+    ]
+    (fact,) = watchdog._slow.values()
+    assert 0.3 <= float(fact.split()[2]) < 0.4 + 2 * TICK + SLACK
+    for _ in range(2):
+        started = time.monotonic()
+        with Watchdog(SECONDS * 10, TICK) as later, pytest.raises(TooSlow) as caught:
+            assert spin_for(0.1) == "done"
+            sleep_for(60)
+        elapsed = time.monotonic() - started
+        assert 0.1 + 0.3 <= elapsed < 0.1 + 0.3 + 2 * TICK + SLACK
+        assert str(caught.value) == f"too slow to judge: {fact} [sleep_for]"
+        assert later.slow is caught.value and later.learn() == []
+
+
+def test_a_test_that_ran_out_of_time_in_short_calls_marks_nothing_slow() -> None:
+    with Watchdog(5.0, TICK, budget=0.5) as watch, pytest.raises(OutOfTime):
+        while True:
+            spin_for(0.01)
+    assert watch.learn() == [] and watchdog._slow == {}
+
+
 def test_hang_is_a_base_exception_that_except_exception_does_not_catch() -> None:
     assert not issubclass(Hang, Exception)
 
@@ -215,7 +252,7 @@ def test_a_function_that_hung_before_gets_the_shorter_repeat_deadline() -> None:
     started = time.monotonic()
     with Watchdog(5.0, TICK), pytest.raises(Hang, match=r"within 1\.0 s .*; it hung before\]$"):
         reenter(lock)
-    assert watchdog.REPEAT_SECONDS <= time.monotonic() - started < 1.0 + TICK + SLACK
+    assert deadline.REPEAT_SECONDS <= time.monotonic() - started < 1.0 + TICK + SLACK
 
 
 def test_blame_names_the_clause_and_the_call() -> None:
@@ -328,7 +365,7 @@ def test_threads_blocked_on_a_lock_fail_the_clause_soon_after_the_deadline() -> 
     started = time.monotonic()
     with pytest.raises(Hang, match=r"thread 0: stats\(\) did not return within 0\.2 s") as caught:
         run_threads_within("LOCK-4", [stuck], inflight, seconds=0.2)
-    assert time.monotonic() - started < 0.2 + 0.2 + 4 * watchdog.TICK_SECONDS + SLACK
+    assert time.monotonic() - started < 0.2 + 0.2 + 4 * deadline.TICK_SECONDS + SLACK
     assert (caught.value.clause, caught.value.call) == ("LOCK-4", "thread 0: stats()")
     lock.release()
 
@@ -348,5 +385,5 @@ def test_threads_computing_past_the_confirmation_bound_are_too_slow_to_judge() -
             run_threads_within("LOCK-4", [forever], inflight, seconds=0.2)
     finally:
         stop.set()
-    confirm = watchdog.CONFIRM_FACTOR * 0.2
-    assert confirm <= time.monotonic() - started < confirm + 4 * watchdog.TICK_SECONDS + SLACK
+    confirm = deadline.CONFIRM_FACTOR * 0.2
+    assert confirm <= time.monotonic() - started < confirm + 4 * deadline.TICK_SECONDS + SLACK

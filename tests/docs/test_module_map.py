@@ -47,6 +47,7 @@ SOURCE_FOLDERS = {
     "reference": "reference",
     "conformance": "conformance",
     "conformance/_harness": "conformance._harness",
+    "conformance/_harness/supervision": "conformance._harness.supervision",
     "conformance/_report": "conformance._report",
     "conformance/_machine": "conformance._machine",
     "conformance/_model": "conformance._model",
@@ -114,7 +115,7 @@ TESTED_IN: dict[str, tuple[tuple[str, ...], str]] = {
         "write_text_atomic to /dev/null, /dev/full and a FIFO, is_stream and write_error; a "
         "full disk under `sessionstate check`",
     ),
-    "conformance._harness.bounds": (
+    "conformance._harness.supervision.bounds": (
         (
             "tests/reliability/test_run_bound.py",
             "tests/reliability/test_supervision.py",
@@ -163,14 +164,13 @@ TESTED_IN: dict[str, tuple[tuple[str, ...], str]] = {
         "CheckOptions as pytest's arguments (pytest_arguments), the -n and report-path checks, "
         "infrastructure_status's exit statuses",
     ),
-    "conformance._harness.supervisor": (
+    "conformance._harness.supervision.supervisor": (
         (
-            "tests/reliability/test_supervision.py",
             "tests/cli/test_exit_policy.py",
             "tests/reliability/test_reports_and_input.py",
         ),
-        "_call_from_dump on faulthandler's dump, and supervise replaced to reach the exit "
-        "policy without a process; test_supervision.py's runs are supervised ones",
+        "supervise replaced to reach the exit policy without a process; "
+        "test_supervision.py's runs are supervised ones",
     ),
     "conformance._harness.under_test": (
         ("tests/reliability/test_reports_and_input.py",),
@@ -280,18 +280,43 @@ TESTED_IN: dict[str, tuple[tuple[str, ...], str]] = {
         "a correct manager of another design passes every clause, under a CPU hog too, and "
         "counts through its own accounting",
     ),
-    "conformance._harness.guard": (
+    "conformance._harness.supervision.guard": (
         ("tests/reliability/test_subject_outcomes.py",),
         "Hypothesis' flaky outcomes turned into a clause failure or a not-checked skip; the "
         "per-test watchdog and budget are asserted through runs in tests/plugin/"
         "test_deadlines.py and tests/reliability",
     ),
-    "conformance._harness.own_outcomes": (
+    "conformance._harness.supervision.own_outcomes": (
         ("tests/reliability/test_subject_outcomes.py", "tests/conformance/test_checks.py"),
         "pytest.skip, .xfail, .exit and a KeyboardInterrupt raised by subject code, through "
         "check and plain pytest; calling's SubjectOutcome",
     ),
-    "conformance._harness.census": (
+    "conformance._harness.supervision.stack_dumps": (
+        ("tests/reliability/test_supervision.py",),
+        "call_from_dump on faulthandler's dumps; fatal_error and call_in_flight through the "
+        "crashing and hanging subjects' runs there",
+    ),
+    "conformance._harness.supervision.deadline": (
+        ("tests/conformance/test_watchdog.py", "tests/conformance/test_lock.py"),
+        "the numbers and verdicts the watchdog raises, and blame's clause, asserted through "
+        "Watchdog and run_threads_within",
+    ),
+    "conformance._harness.supervision.thread_deadline": (
+        ("tests/conformance/test_watchdog.py", "tests/conformance/test_lock_raise.py"),
+        "run_threads_within: threads blocked on a lock fail the clause, threads computing are "
+        "waited for, then too slow to judge",
+    ),
+    "conformance._harness.fuzz_worker": (
+        ("tests/reliability/test_forks.py",),
+        "a worker of `sessionstate fuzz` (COUNTS_ENV set) is armed against forks; its counts "
+        "are read back by tests/cli/test_fuzz.py's runs",
+    ),
+    "conformance._harness.supervision.frames": (
+        ("tests/reliability/test_forks.py",),
+        "CONFORMANCE_DIR places a made-up suite test; whose code a frame is, asked by the "
+        "watchdog (tests/conformance/test_watchdog.py) and the fork guard",
+    ),
+    "conformance._harness.supervision.census": (
         ("tests/reliability/test_forks.py",),
         "the process cap through sessionstate check: a tree of sleeping forks past it stops "
         "the run, naming it; a cap that is not a number is one line",
@@ -348,15 +373,27 @@ UNTESTED: dict[str, str] = {
         "every env_* subject; max_values' reach is measured through conformance/input_reach.py "
         "(tests/conformance/test_input_reach.py), which names input_reach only"
     ),
-    "conformance._harness.child": (
+    "conformance._harness.supervision.child": (
         "the supervised child of every `sessionstate check` in tests/cli and tests/reliability; "
         "tests/zoo/forkserver.py imports it; no test names it"
     ),
-    "conformance._harness.fuzz_worker": (
-        "loaded by the HypoFuzz workers of `sessionstate fuzz` (tests/cli/test_fuzz.py), whose "
-        "counts it writes; no test names it"
+    "conformance._harness.supervision.wait_channel": (
+        "the main thread's wait channel, read on Linux while a watchdog is armed: a sleep is "
+        "too slow, a futex a deadlock (tests/conformance/test_watchdog.py); no test names it"
     ),
-    "conformance._harness.journal": (
+    "conformance._harness.supervision.spawn": (
+        "starts the child of every `sessionstate check`; tests/zoo/forkserver.py replaces "
+        "spawn_child with a fork; no test names it"
+    ),
+    "conformance._harness.supervision.validation": (
+        "validates `sessionstate fuzz`'s request in a child (tests/cli/test_fuzz.py's misuse "
+        "cases); no test names it"
+    ),
+    "conformance._harness.supervision.ledger": (
+        "every supervised run's records over its children: the resumed, cut-off and crashed "
+        "runs of tests/reliability/test_supervision.py; no test names it"
+    ),
+    "conformance._harness.supervision.journal": (
         "what the supervisor of every `sessionstate check` follows, through the hanging and "
         "crashing subjects of tests/reliability/test_supervision.py; no test names it"
     ),
@@ -367,10 +404,6 @@ UNTESTED: dict[str, str] = {
     "conformance._harness.run_state": (
         "the plugin's run state in config.stash, built by every plugin run (tests/plugin, "
         "tests/cli); no test names it"
-    ),
-    "conformance._harness.frames": (
-        "whose code a frame is, asked by the watchdog (tests/conformance/test_watchdog.py) and "
-        "for the subject's frames under a failure (tests/cli/test_long_runs.py); no test names it"
     ),
     "conformance._harness.suite_buffer": (
         "the buffer a subject without buffer_factory gets, used by tests/zoo/test_trust.py's "

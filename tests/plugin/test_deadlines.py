@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sessionstate.conformance._harness.watchdog import unavailable
+from sessionstate.conformance._harness.supervision.watchdog import unavailable
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"{unavailable()}")
 

@@ -1,8 +1,8 @@
-"""Subject code that forks (``conformance._harness.forks``), or starts too many processes
-(``conformance._harness.census``), never runs the suite twice and
+"""Subject code that forks (``conformance._harness.supervision.forks``), or starts too many processes
+(``conformance._harness.supervision.census``), never runs the suite twice and
 never takes the machine: a forked copy of the suite's process ends the moment it returns
-into the suite (``_harness.forks``), and past ``SESSIONSTATE_MAX_PROCESSES`` the run stops
-with its tests unchecked, naming the cap and the call in flight (``_harness.census``), and
+into the suite (``_harness.supervision.forks``), and past ``SESSIONSTATE_MAX_PROCESSES`` the run stops
+with its tests unchecked, naming the cap and the call in flight (``_harness.supervision.census``), and
 starts no new child.
 
 The forking subjects are bounded by construction: each process forks only while its depth
@@ -172,3 +172,49 @@ def test_a_cap_that_is_not_a_number_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stdout + done.stderr
     assert "SESSIONSTATE_MAX_PROCESSES='lots'" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+#: The main process of ``sessionstate fuzz``'s HypoFuzz (``COUNTS_ENV`` set) loads the fuzz
+#: profile and forks a worker (no suite frame on that stack: the worker runs on). The worker
+#: runs a test of the suite (code compiled under the suite's folder) whose subject call
+#: forks: that copy ends on its way back into the suite, the worker goes on.
+FUZZ_WORKER = """
+    import os, sys
+    from sessionstate.conformance._harness import profiles
+    from sessionstate.conformance._harness.fuzz_worker import COUNTS_ENV
+    from sessionstate.conformance._harness.supervision.frames import CONFORMANCE_DIR
+
+    os.environ[COUNTS_ENV] = sys.argv[1]
+    profiles.load_profile("fuzz")
+    suite = {}
+    exec(compile(
+        "def test(subject):\\n    pid = subject()\\n    print('back in the suite', pid == 0, flush=True)\\n    return pid\\n",
+        os.path.join(CONFORMANCE_DIR, "suite", "test_fuzzed.py"), "exec"), suite)
+
+    def subject():
+        return os.fork()
+
+    worker = os.fork()
+    if worker == 0:
+        pid = suite["test"](subject)
+        _, status = os.waitpid(pid, 0)
+        print("copy ended with", os.waitstatus_to_exitcode(status), flush=True)
+        os._exit(0)
+    os.waitpid(worker, 0)
+    print("worker ended", flush=True)
+"""
+
+
+def test_a_fuzz_worker_is_armed_for_good(tmp_path: Path) -> None:
+    """HypoFuzz runs tests outside pytest's call phase, where the guard arms: a process of
+    `sessionstate fuzz` is armed for its life, so a fork in a fuzzed test never makes a
+    second worker, while HypoFuzz's own fork of a worker is left alone."""
+    script = tmp_path / "worker.py"
+    script.write_text(textwrap.dedent(FUZZ_WORKER), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == [
+        "back in the suite False", "copy ended with 0", "worker ended"
+    ], done.stdout  # fmt: skip

@@ -78,7 +78,8 @@ def _canned_run(results: dict[str, Any]) -> Setup:
     as it reports a child's (``runner.finish_check``), with no subject code run."""
 
     def setup(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        from sessionstate.conformance._harness import runner, supervisor
+        from sessionstate.conformance._harness import runner
+        from sessionstate.conformance._harness.supervision import supervisor
 
         def canned(options: Any) -> int:
             return runner.finish_check(options, 0, json.dumps(results))

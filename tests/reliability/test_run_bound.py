@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -20,8 +21,13 @@ from typing import Any
 
 import pytest
 
-from sessionstate.conformance._harness import bounds
-from sessionstate.conformance._harness.bounds import REPORT_SECONDS, RUN_SECONDS, TEST_SECONDS
+from sessionstate.conformance._harness.supervision import bounds
+from sessionstate.conformance._harness.supervision.bounds import (
+    REPORT_SECONDS,
+    RUN_SECONDS,
+    TEST_SECONDS,
+)
+from sessionstate.conformance._harness.supervision.deadline import load_factor
 from sessionstate.conformance.subject import UsageError
 
 SLOW = """
@@ -51,6 +57,14 @@ SLOW = """
                 pass
             return super().stats()
 
+    class SecondsAStats(SessionStateManager):
+        # Correct; every stats() takes 1.5 s (a remote backend's round trips).
+        def stats(self):
+            time.sleep(1.5)
+            return super().stats()
+
+    seconds_a_stats = dataclasses.replace(reference, name="seconds-a-stats",
+                                          manager_factory=SecondsAStats)
     every_call = dataclasses.replace(reference, name="every-call-slow", manager_factory=EveryCallSlow)
     quadratic = dataclasses.replace(reference, name="quadratic-stats", manager_factory=QuadraticStats)
 """
@@ -119,6 +133,36 @@ def test_one_quadratic_call_is_too_slow_to_judge_never_a_failure(tmp_path: Path)
         or ("stopped for time" in t["message"] and "stats()" in t["message"])
     ]  # fmt: skip
     assert slow, [t["message"] for t in report["tests"]]
+
+
+def test_a_call_that_takes_seconds_is_named_once_and_cut_at_once_after(tmp_path: Path) -> None:
+    """stats() takes 1.5 s a call: the first test that runs out of time in it names it
+    ("stats() took 1.5 s a call"), each later test is cut at its first stats() call with
+    that same reason, not after its whole share, and the report says it once, with the
+    number of tests it stopped."""
+    bound = 14
+    done, report, elapsed = _run(
+        tmp_path, "slow:seconds_a_stats", bound, "--clause", "STATS-2",
+        SESSIONSTATE_TEST_TIMEOUT="8",
+    )  # fmt: skip
+    assert done.returncode == 3, (done.stdout[-3000:], done.stderr[-3000:])
+    _no_clause_failed(report)
+    assert elapsed < bound + REPORT_SECONDS, elapsed
+    messages = [t["message"] for t in report["tests"]]
+    first = [m for m in messages if "stopped for time" in m and "too slow to judge: stats()" in m]
+    cut = [m for m in messages if re.search(r"not checked: too slow to judge: stats\(\) took", m)]
+    assert len(first) == 1 and len(cut) >= 2, messages
+    fact = re.search(r"stats\(\) took ([\d.]+) s a call", first[0])
+    assert fact is not None and 1.4 <= float(fact[1]) < 3.0, first
+    assert all(f"too slow to judge: {fact[0]} [SecondsAStats.stats]" in m for m in cut), cut
+    summary = [line for line in done.stdout.splitlines() if "tests stopped in it)" in line]
+    assert summary == [
+        f"  too slow to judge: {fact[0]} ({len(first) + len(cut)} tests stopped in it)"
+    ]
+    # The later tests took a cut call each, not their shares (3 s or more each).
+    stopped = [t for t in report["tests"] if t["message"] in cut]
+    assert max(t["seconds"] for t in stopped) < 1.5 + load_factor(), stopped
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Subject code cannot decide a test's outcome (``conformance._harness.own_outcomes``): a ``pytest.skip`` (worded as the suite's own
+"""Subject code cannot decide a test's outcome (``conformance._harness.supervision.own_outcomes``): a ``pytest.skip`` (worded as the suite's own
 skips, or through ``pytest.importorskip``), ``pytest.xfail``, ``pytest.exit(returncode=0)``
 or a ``KeyboardInterrupt`` with no signal, raised by the manager under test, leaves that
 test not checked to the end: its clause UNCHECKED, the verdict incomplete, exit 3, the note
@@ -113,14 +113,14 @@ def test_plain_pytest_tells_them_apart_too(case: Case, tmp_path: Path) -> None:
 
 
 def test_a_subject_that_changes_its_answers_is_reported_without_exception_groups() -> None:
-    """``conformance._harness.guard``: Hypothesis' ``FlakyFailure`` (a case failed, then passed
+    """``conformance._harness.supervision.guard``: Hypothesis' ``FlakyFailure`` (a case failed, then passed
     when replayed) around a clause
     failure becomes that failure, saying so, not the exception group printed whole; a
     ``FlakyStrategyDefinition`` (the suite's draws follow the subject's answers, which
     changed) leaves the test not checked to the end, never an ERROR of its clauses."""
     from hypothesis.errors import FlakyFailure, FlakyStrategyDefinition
 
-    from sessionstate.conformance._harness import guard
+    from sessionstate.conformance._harness.supervision import guard
     from sessionstate.conformance.checks import ClauseFailure
 
     inner = ClauseFailure("STATS-1", "len(manager)=3, but should be 2 [STATS-1]")

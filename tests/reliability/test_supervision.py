@@ -411,7 +411,7 @@ BOUNDS = [
 @pytest.mark.parametrize(("profile", "value", "expected"), [b[1:] for b in BOUNDS],
                          ids=[b[0] for b in BOUNDS])  # fmt: skip
 def test_the_bound_of_a_test(profile: str, value: str | None, expected: Any) -> None:
-    from sessionstate.conformance._harness.bounds import test_bound
+    from sessionstate.conformance._harness.supervision.bounds import test_bound
     from sessionstate.conformance.subject import UsageError
 
     environ = {} if value is None else {"SESSIONSTATE_TEST_TIMEOUT": value}
@@ -470,6 +470,6 @@ Current thread 0x00007f0000000002 (most recent call first):
 
 @pytest.mark.parametrize(("text", "named"), [d[1:] for d in DUMPS], ids=[d[0] for d in DUMPS])
 def test_the_call_in_flight_is_named_from_the_stack_dump(text: str, named: str) -> None:
-    from sessionstate.conformance._harness.supervisor import _call_from_dump
+    from sessionstate.conformance._harness.supervision.stack_dumps import call_from_dump
 
-    assert _call_from_dump(text) == named
+    assert call_from_dump(text) == named

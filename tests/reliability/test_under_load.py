@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from sessionstate.conformance._harness.bounds import REPORT_SECONDS
+from sessionstate.conformance._harness.supervision.bounds import REPORT_SECONDS
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "getloadavg") or not sys.platform.startswith("linux"),

@@ -9,9 +9,9 @@ them once, then serves requests read from stdin, one JSON object a line::
 
 For each it forks a process that runs ``sessionstate.cli.main(argv)`` in ``cwd`` under
 ``env``, its stdout and stderr in ``output``: the same command line, the same supervisor
-(``_harness.supervisor``), the same child entry (``_harness.child.main``) on the same spec
-file, the same reports. One thing differs: ``supervisor.spawn_child`` forks this warmed-up
-interpreter instead of starting ``python -m sessionstate.conformance._harness.child``, in a
+(``_harness.supervision.supervisor``), the same child entry (``_harness.supervision.child.main``) on the same spec
+file, the same reports. One thing differs: ``spawn.spawn_child`` forks this warmed-up
+interpreter instead of starting ``python -m sessionstate.conformance._harness.supervision.child``, in a
 session of its own as that would be, with the signal handlers Python starts with.
 Nothing of the subject is imported here: each check imports its target itself, as a fresh
 child does. It answers ``{"started": PID}`` at once, then ``{"returncode": STATUS}``.
@@ -78,17 +78,17 @@ def _flush() -> None:
 
 
 def _fork_child(spec: Path) -> Forked:
-    """``supervisor.spawn_child``: run ``child.main`` on ``spec`` in a fork of this process."""
+    """``spawn.spawn_child``: run ``child.main`` on ``spec`` in a fork of this process."""
     _flush()
     pid = os.fork()
     if pid:
         return Forked(pid)
-    try:  # the child, as `python -m sessionstate.conformance._harness.child SPEC` runs it
+    try:  # the child, as `python -m sessionstate.conformance._harness.supervision.child SPEC` runs it
         os.setsid()
         signal.signal(signal.SIGINT, signal.default_int_handler)
         for name in ("SIGTERM", "SIGHUP"):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
-        from sessionstate.conformance._harness import child
+        from sessionstate.conformance._harness.supervision import child
 
         try:
             child._leave(child.main([str(spec)]))
@@ -111,9 +111,10 @@ def _warm() -> None:
     import xdist  # noqa: F401
 
     from sessionstate import cli  # noqa: F401
-    from sessionstate.conformance._harness import child, runner, supervisor  # noqa: F401
+    from sessionstate.conformance._harness import runner  # noqa: F401
+    from sessionstate.conformance._harness.supervision import child, spawn, supervisor  # noqa: F401
 
-    supervisor.spawn_child = _fork_child  # type: ignore[assignment]
+    spawn.spawn_child = _fork_child  # type: ignore[assignment]
 
 
 def _run(request: dict[str, Any]) -> None:

@@ -22,8 +22,8 @@ __all__ = [
 
 SUITE, NEUTRAL, SUBJECT = 0, 1, 2
 
-#: The installed ``conformance`` package (this module is in its ``_harness``).
-CONFORMANCE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: The installed ``conformance`` package (this module is in its ``_harness/supervision``).
+CONFORMANCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 #: The top-level package's own modules (the command line), not its subpackages.
 _TOP_DIR = os.path.dirname(os.path.abspath(sys.modules[__name__.split(".")[0]].__file__ or ""))
 #: Libraries the suite runs on or calls itself: their frames are never the subject's call.

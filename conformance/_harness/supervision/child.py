@@ -1,6 +1,6 @@
 """The child process of ``sessionstate check`` (``supervisor``): validate, run the suite.
 
-``python -m sessionstate.conformance._harness.child SPEC.json`` where the file holds
+``python -m sessionstate.conformance._harness.supervision.child SPEC.json`` where the file holds
 ``{"options": CheckOptions fields, "files": {...}, "test_seconds": float | null,
 "run_deadline": float | null (``time.time()`` by which the tests are to have stopped),
 "run_seconds": float | null (the run's bound),
@@ -41,9 +41,9 @@ def main(argv: list[str]) -> int:
     spec: dict[str, Any] = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     files: dict[str, str] = spec["files"]
     from sessionstate.conformance._harness.database import InfrastructureError
-    from sessionstate.conformance._harness.journal import Journal
     from sessionstate.conformance._harness.options import flag
     from sessionstate.conformance._harness.runner import CheckOptions, pytest_arguments, validate
+    from sessionstate.conformance._harness.supervision.journal import Journal
     from sessionstate.conformance.subject import UsageError
 
     options = CheckOptions(**spec["options"])

@@ -25,7 +25,9 @@ from typing import NamedTuple
 
 from sessionstate.conformance.subject import UsageError
 
-__all__ = ["MEMORY_ENV", "PROCESSES_ENV", "Census", "census", "memory_cap", "process_cap"]
+__all__ = [
+    "MEMORY_ENV", "PROCESSES_ENV", "Census", "census", "memory_cap", "past_a_cap", "process_cap",
+]  # fmt: skip
 
 PROCESSES_ENV = "SESSIONSTATE_MAX_PROCESSES"
 MEMORY_ENV = "SESSIONSTATE_MAX_MEMORY_MB"
@@ -91,3 +93,19 @@ def memory_cap(environ: Mapping[str, str], meminfo: Path = Path("/proc/meminfo")
     except (OSError, StopIteration, ValueError, IndexError):
         return None
     return total * 3 // 4
+
+
+def past_a_cap(found: Census | None, caps: tuple[int | None, int | None]) -> str:
+    """Which cap ``found`` is past, in words (``"40 processes, past the cap of 16
+    (SESSIONSTATE_MAX_PROCESSES)"``), or ``""``; ``caps`` are (processes, bytes)."""
+    processes, memory = caps
+    if found is None:
+        return ""
+    if processes is not None and found.processes > processes:
+        return f"{found.processes} processes, past the cap of {processes} ({PROCESSES_ENV})"
+    if memory is not None and found.resident > memory:
+        return (
+            f"{found.resident / 2**20:,.0f} MiB resident, past the cap of "
+            f"{memory / 2**20:,.0f} MiB ({MEMORY_ENV})"
+        )
+    return ""

@@ -6,11 +6,14 @@ method), the copy is that process in the middle of a test: back from the subject
 would go on running the suite, recording and reporting into the same run, and fork again
 at the next call (a factory that forked at every call made 1,011 processes in 110 s).
 
-So while a test of the suite runs (``armed``), a forked copy gets a profile function
+So while a test of the suite runs (``armed``), a copy forked by subject code the suite
+called (a subject frame inside a suite frame on the forking stack) gets a profile function
 (``sys.setprofile``) that ends it (``os._exit(0)``, nothing flushed, nothing reported) the
 moment control returns from subject code into the suite's own: until then it is the
 subject's process, free to run a multiprocessing target, exec a helper or exit as it
-likes. Forks outside a test (a tool's worker processes) are left alone.
+likes. Forks outside a test (a tool's worker processes) are left alone. A HypoFuzz worker
+of ``sessionstate fuzz`` runs the suite's tests outside pytest's call phase, and nothing
+but them: it is armed for its whole life (``arm_for_good``).
 
 Light (standard library only); ``install`` is called once per process by the plugin.
 """
@@ -24,9 +27,9 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
-from sessionstate.conformance._harness.frames import SUITE, kind_of
+from sessionstate.conformance._harness.supervision.frames import SUBJECT, SUITE, kind_of
 
-__all__ = ["armed", "install"]
+__all__ = ["arm_for_good", "armed", "install"]
 
 _STATE = {"installed": False, "armed": 0}
 
@@ -49,9 +52,33 @@ def armed() -> Iterator[None]:
         _STATE["armed"] -= 1
 
 
+def arm_for_good() -> None:
+    """Watch forks and stay armed for the rest of this process: for a process that only
+    runs the suite's tests (a HypoFuzz worker), where every fork is the subject's. Once."""
+    install()
+    if not _STATE.get("for_good"):
+        _STATE["for_good"] = 1
+        _STATE["armed"] += 1
+
+
 def _forked() -> None:
-    if _STATE["armed"]:
+    if _STATE["armed"] and _the_subjects(sys._getframe(1)):
         sys.setprofile(_leave_on_return_to_the_suite)
+
+
+def _the_subjects(frame: FrameType | None) -> bool:
+    """Whether the fork was made by subject code the suite called: walking out from the
+    call that forked, a subject frame comes before a frame of the suite. A tool's own fork
+    (HypoFuzz starting a worker from a process that loaded the profile) has no suite frame
+    outside it, and its copy is left alone."""
+    subject = False
+    while frame is not None:
+        kind = kind_of(frame.f_code.co_filename)
+        if kind == SUITE:
+            return subject
+        subject = subject or kind == SUBJECT
+        frame = frame.f_back
+    return False
 
 
 def _leave_on_return_to_the_suite(frame: FrameType, event: str, arg: Any) -> None:

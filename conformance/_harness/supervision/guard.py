@@ -1,9 +1,9 @@
 """Each test of the suite under the watchdog and its share of the run's bound: ``Guard``.
 
 In a test of the suite, every call into subject code returns within the deadline or gets
-``watchdog.Hang`` raised into it, which fails the test; other tests run as they are. A
+``deadline.Hang`` raised into it, which fails the test; other tests run as they are. A
 hang the subject swallowed, or turned into another exception, still fails the test as the
-hang: the deadlock is what went wrong. A call too slow to judge (``watchdog.TooSlow``), or
+hang: the deadlock is what went wrong. A call too slow to judge (``deadline.TooSlow``), or
 a test whose budget (``bounds.test_budget``) ran out, is skipped as not checked, naming
 the call and, for a property, how many of its examples ran. A focused test that no example
 got through (``checks.focused_on``) is skipped as not checked. A test that starts once the
@@ -24,12 +24,17 @@ from typing import Any
 
 import pytest
 
-from sessionstate.conformance._harness import forks
 from sessionstate.conformance._harness.options import flag
-from sessionstate.conformance._harness.own_outcomes import SubjectOutcome, foreign, mine, skip
 from sessionstate.conformance._harness.recording import RECORDING
 from sessionstate.conformance._harness.run_state import RUN_STATE, inside, run_state
 from sessionstate.conformance._harness.short_ids import SUITE_DIR
+from sessionstate.conformance._harness.supervision import forks
+from sessionstate.conformance._harness.supervision.own_outcomes import (
+    SubjectOutcome,
+    foreign,
+    mine,
+    skip,
+)
 
 __all__ = ["Guard"]
 
@@ -71,7 +76,7 @@ class Guard:
             with forks.armed():
                 outcome = yield
         else:
-            from sessionstate.conformance._harness.watchdog import Watchdog
+            from sessionstate.conformance._harness.supervision.watchdog import Watchdog
 
             with (
                 Watchdog(seconds, budget=_budget(config)) as watch,
@@ -99,9 +104,9 @@ class Guard:
     @contextmanager
     def _counting(self, item: pytest.Item, watch: Any) -> Iterator[None]:
         """For a ``@given`` test with a budget: count its examples, and stop it between two
-        examples once the budget is spent (``watchdog.OutOfTime``), rather than only inside
+        examples once the budget is spent (``deadline.OutOfTime``), rather than only inside
         a call. Hypothesis' ``inner_test`` is the documented place to wrap each example."""
-        from sessionstate.conformance._harness.watchdog import OutOfTime
+        from sessionstate.conformance._harness.supervision.deadline import OutOfTime
 
         test = getattr(item, "obj", None)
         hypothesis: Any = getattr(test, "hypothesis", None)
@@ -142,14 +147,16 @@ class Guard:
     def _too_slow(self, error: BaseException | None, watch: Any) -> str | None:
         """The not-checked reason when the test ended too slow to judge, or ``None``."""
         from sessionstate.conformance._harness.applicability import NOT_CHECKED
-        from sessionstate.conformance._harness.watchdog import TooSlow
+        from sessionstate.conformance._harness.supervision.deadline import TooSlow
 
         slow = error if isinstance(error, TooSlow) else watch.slow
         if slow is None:
             return None
+        learned = watch.learn()  # its slow functions are cut at once in the tests after it
         ran, asked = self.examples
         examples = f" ({ran} of {asked} examples ran)" if asked and ran < asked else ""
-        return f"{NOT_CHECKED}: {str(slow).splitlines()[0]}{examples}"
+        also = "".join(f"; too slow to judge: {fact}" for fact in learned)
+        return f"{NOT_CHECKED}: {str(slow).splitlines()[0]}{examples}{also}"
 
 
 def _subject_outcome(error: BaseException | None) -> str | None:
@@ -209,7 +216,7 @@ def _flaky(error: BaseException | None) -> str | None:
 
 def _where(error: BaseException | None) -> str:
     """`` in fn (file:line)``: the innermost frame of subject code ``error`` passed through."""
-    from sessionstate.conformance._harness.frames import SUBJECT, kind_of
+    from sessionstate.conformance._harness.supervision.frames import SUBJECT, kind_of
 
     tb = error.__traceback__ if error is not None else None
     found = ""
@@ -224,7 +231,7 @@ def _where(error: BaseException | None) -> str:
 def _budget(config: pytest.Config) -> float | None:
     """The next test's budget: its share of what is left of the run (``bounds.test_budget``);
     ``None`` outside ``sessionstate check`` or with no bound on the run."""
-    from sessionstate.conformance._harness.bounds import test_budget
+    from sessionstate.conformance._harness.supervision.bounds import test_budget
 
     deadline = config.getoption(flag("run-deadline"))
     if deadline is None:
