@@ -173,8 +173,9 @@ def run_fuzz(options: FuzzOptions) -> int:
     if options.dashboard:
         print(f"  dashboard: http://localhost:{options.port}/")
     begun = time.monotonic()
+    skipped: set[str] = set()  # groups the quick pass found not applicable
     if options.quick_pass:
-        status = quick_pass(options, spec)
+        status, skipped = quick_pass(options, spec)
         if status is not None:
             return status
         # --seconds bounds the whole run: HypoFuzz gets what the quick pass left.
@@ -225,20 +226,21 @@ def run_fuzz(options: FuzzOptions) -> int:
     print(f"sessionstate fuzz: no failure in {elapsed:.0f} s, {total:,} examples "
           f"({total / max(elapsed, 1e-9):,.0f}/s); examples per clause group checked:")  # fmt: skip
     for group, number in group_counts(counts, selected_groups(options.clauses)).items():
-        print(
-            f"  {group:<8} {number:>12,}" + ("  (no test of it started yet)" if not number else "")
-        )
+        why = "not applicable: the quick pass skipped every clause of it"
+        why = why if group in skipped else "no test of it started yet"
+        print(f"  {group:<8} {number:>12,}" + (f"  ({why})" if not number else ""))
     return EXIT_OK
 
 
-def quick_pass(options: FuzzOptions, spec: str) -> int | None:
+def quick_pass(options: FuzzOptions, spec: str) -> tuple[int | None, set[str]]:
     """Run every selected test once at the quick profile, as ``sessionstate check
     --profile quick --database SPEC -n WORKERS`` runs it, before HypoFuzz starts: a bug
     the check finds in seconds is not left to the fuzzer's luck, and every clause group
     is exercised at least that much. ``None`` when it found nothing (fuzzing follows);
     else its exit status, its report printed as the check prints it: 1 a clause failed
     (the failing example is stored in the database, for ``check --database`` to replay),
-    2 misuse, 3 incomplete, 4 infrastructure, 128 + a signal when interrupted."""
+    2 misuse, 3 incomplete, 4 infrastructure, 128 + a signal when interrupted. With it,
+    the clause groups every clause of which the check skipped (not applicable)."""
     from sessionstate.conformance._harness.runner import CheckOptions
     from sessionstate.conformance._harness.supervision.supervisor import supervise
 
@@ -257,13 +259,14 @@ def quick_pass(options: FuzzOptions, spec: str) -> int | None:
         )  # fmt: skip
         status = supervise(check)
         failed = _failed_tests(report)
+        skipped = _skipped_groups(report)
     elapsed = time.time() - started
     sys.stdout.flush()
     if status == EXIT_OK:
         left = max(options.seconds - elapsed, 0)
         print(f"quick pass: no failure in {elapsed:.0f} s; fuzzing for the {left:.0f} s left of "
               f"--seconds", flush=True)  # fmt: skip
-        return None
+        return None, skipped
     if status == EXIT_INCOMPLETE and elapsed >= options.seconds * 0.75:
         print(f"sessionstate fuzz: the quick pass was cut off by --seconds {options.seconds:g}, "
               "which bounds the whole run: give more --seconds", file=sys.stderr)  # fmt: skip
@@ -271,7 +274,20 @@ def quick_pass(options: FuzzOptions, spec: str) -> int | None:
         print(f"sessionstate fuzz: {failed[0]} failed after {elapsed:.0f} s, in the quick pass "
               "(the check's report is above; Hypothesis saved its failing cases in the "
               "database)")  # fmt: skip
-    return status
+    return status, skipped
+
+
+def _skipped_groups(report: Path) -> set[str]:
+    """The clause groups whose every clause a check's JSON report gives as skipped (none
+    if unreadable): not applicable to the subject, so no fuzzing example runs them."""
+    try:
+        clauses = json.loads(report.read_text(encoding="utf-8")).get("clauses", {})
+    except (OSError, ValueError, AttributeError):
+        return set()
+    groups: dict[str, set[str]] = {}
+    for cid, clause in clauses.items():
+        groups.setdefault(cid.split("-")[0], set()).add(str(clause.get("outcome")))
+    return {group for group, outcomes in groups.items() if outcomes == {"skipped"}}
 
 
 def _failed_tests(report: Path) -> list[str]:

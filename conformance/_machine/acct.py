@@ -19,6 +19,7 @@ import array
 import mmap
 import pickle
 import struct
+import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -37,6 +38,7 @@ from sessionstate.conformance.checks import calling, check, check_bytes, nonzero
 
 __all__ = [
     "BLAMABLE",
+    "CONTAINER_SECONDS",
     "HOSTILE_NAMES",
     "OTHER_ITEMS",
     "POINTER_BYTES",
@@ -52,8 +54,13 @@ __all__ = [
     "count",
     "expect_bytes",
     "run_case",
+    "timed_walk",
     "within_deadline",
 ]
+
+#: ACCT-17's budget for the code of ACCT-14's containers, in all, per ``device_bytes`` call:
+#: a walk that took this long may have been ended by it, which is no failure.
+CONTAINER_SECONDS = 1.0
 
 
 def accounting_of(subject: Any) -> Any:
@@ -109,12 +116,38 @@ def within_deadline(
     return checked(result, call)
 
 
+def timed_walk(
+    accounting: Any,
+    value: object,
+    seen: set[Any],
+    expected: Mapping[str, int],
+    clause: str,
+    call: str,
+    when: str,
+) -> Any:
+    """``within_deadline``, for a walk that is to count ``expected``: short of it after
+    ``CONTAINER_SECONDS`` or more, ACCT-17's time budget may have ended a container's walk
+    first (a long one, an endless sibling, a loaded machine), so the test is not checked,
+    never failed."""
+    from sessionstate.conformance._harness.applicability import NOT_CHECKED
+
+    started = time.monotonic()
+    observed = within_deadline(accounting, value, seen, clause, call, when)
+    took = time.monotonic() - started
+    if observed != dict(expected) and took >= CONTAINER_SECONDS:
+        own_outcomes.skip(
+            f"{NOT_CHECKED}: too slow to judge: {call} took {took:.1f} s, and ACCT-17's "
+            f"{CONTAINER_SECONDS:g} s a call for containers' own code may end a walk first"
+        )
+    return observed
+
+
 def run_case(accounting: Any, case: Case, clause: str, counting: str | None = None) -> None:
     """Run ``case``: any raise or hang fails ``clause``, a wrong count ``counting`` (or ``clause``)."""
     seen: set[Any] = set()
     for (text, value), expected in zip(case.build(), case.expected, strict=True):
         call = f"device_bytes({text}, seen)"
-        observed = within_deadline(accounting, value, seen, clause, call, case.program)
+        observed = timed_walk(accounting, value, seen, expected, clause, call, case.program)
         check_bytes(observed, expected, counting or clause, call, case.program)
 
 

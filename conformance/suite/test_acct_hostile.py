@@ -18,11 +18,15 @@ from typing import Any
 import pytest
 import torch
 
-from sessionstate.conformance._machine.acct import accounting_of, within_deadline
+from sessionstate.conformance._harness.supervision.deadline import load_factor
+from sessionstate.conformance._machine.acct import (
+    CONTAINER_SECONDS,
+    accounting_of,
+    within_deadline,
+)
 from sessionstate.conformance.checks import check, check_bytes
 
-#: ACCT-17's budget for containers' own code, per call, and what a walk may take beside it.
-BUDGET_S = 1.0
+#: What a walk may take beside ACCT-17's budget for containers' own code (``CONTAINER_SECONDS``).
 WITHIN_S = 3.0
 
 
@@ -94,9 +98,11 @@ def test_a_slow_container_is_walked_within_the_time_budget(subject: Any) -> None
     started = time.monotonic()
     observed = within_deadline(accounting, value, set(), "ACCT-17", call, "a slow Sequence")
     took = time.monotonic() - started
+    # Scaled by the machine's load, never up to the 8 s of sleeps a walk to the end takes.
+    limit = min(WITHIN_S * load_factor(), 7.0)
     check(
-        took < WITHIN_S,
+        took < limit,
         "ACCT-17",
-        f"{call} took {took:.1f} s: the containers' own code gets {BUDGET_S:g} s per call",
+        f"{call} took {took:.1f} s: the containers' own code gets {CONTAINER_SECONDS:g} s per call",
     )
     check_bytes(observed, {"cpu": 16}, "ACCT-17", call)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sessionstate.conformance._harness.fuzz import group_counts
+from sessionstate.conformance._harness.fuzz import _skipped_groups, group_counts
 
 from .conftest import Run, one_line_error, reuse_failures
 
@@ -162,3 +162,18 @@ def test_examples_count_under_every_group_their_test_checks() -> None:
         "test_stats.py::test_not_in_the_index": 2,
     }
     assert group_counts(counts, ["LRU"]) == {"LRU": 5, "DROP": 5, "STATS": 2}
+
+
+def test_a_group_the_quick_pass_skipped_whole_is_not_applicable(tmp_path: Path) -> None:
+    """A group whose every clause the quick pass skipped (a capability the subject lacks)
+    reads "not applicable" in the summary, not "no test of it started yet"; a group with
+    one clause run, or an unreadable report, is not."""
+    report = tmp_path / "quick.json"
+    report.write_text(json.dumps({"clauses": {
+        "LOST-1": {"outcome": "skipped"}, "LOST-2": {"outcome": "skipped"},
+        "LRU-1": {"outcome": "passed"}, "LRU-2": {"outcome": "skipped"},
+    }}), encoding="utf-8")  # fmt: skip
+    assert _skipped_groups(report) == {"LOST"}
+    report.write_text("[1, 2]", encoding="utf-8")
+    assert _skipped_groups(report) == set()
+    assert _skipped_groups(tmp_path / "missing.json") == set()

@@ -226,7 +226,7 @@ def _pool_and_nested() -> st.SearchStrategy[tuple[list[Held], Nested]]:
     return st.lists(any_allocation, min_size=1, max_size=3).flatmap(nested)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(_pool_and_nested())
 def test_nested_containers_read_as_python(drawn: tuple[list[Held], Nested]) -> None:
     """A nested value's expr rebuilds it, and ``counted`` is exactly what ACCT-8 walks."""

@@ -161,11 +161,13 @@ class TestZoo:
 
 
 def test_reference_subject_passes_obj_in_its_own_process(tmp_path: Path) -> None:
-    """The bundled reference, run as an implementer would, passes every OBJ clause."""
+    """The bundled reference, run as an implementer would (plain pytest), passes every OBJ
+    clause. At the quick profile: the default profile's depth on the reference, every
+    clause, is tests/cli/test_first_contact.py's run of the README's command."""
     report = tmp_path / "report.json"
     command = [
         sys.executable, "-m", "pytest", "--pyargs", "sessionstate.conformance.suite",
-        "-q", "-p", "no:cacheprovider",
+        "-q", "-p", "no:cacheprovider", "--sessionstate-profile", "quick",
         "--sessionstate-subject", "sessionstate.fixtures.reference_subject:subject",
         "--sessionstate-clause", "OBJ", "--sessionstate-report-json", str(report),
     ]  # fmt: skip

@@ -214,11 +214,6 @@ TESTED_IN: dict[str, tuple[tuple[str, ...], str]] = {
         ("tests/cli/test_report_text.py",),
         "subject-supplied text in every output format, and the bounded short_repr",
     ),
-    "conformance._machine.acct": (
-        ("tests/conformance/test_lock.py",),
-        "only within_deadline, which blames ACCT-9 for a hang; the ACCT machine runs in the "
-        "suite, which tests/zoo runs against every acct_* subject",
-    ),
     "conformance._machine.adapt": (
         ("tests/conformance/test_adapters.py", "tests/conformance/test_worked_examples.py"),
         "AdapterMachine in process on the rollout example, the worked examples and their "
