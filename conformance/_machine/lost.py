@@ -10,6 +10,14 @@ replayed on a table whose ``require_session`` hits leave the order alone; if tha
 explains it, the refresh was missing (LOST-1), else something a lost lookup did moved
 the table (LOST-3).
 
+LOST's checks rest on the subject's table following LRU without ``require_session``
+(LRU-*, DROP-*): a second manager of the same subject (``shadow``) takes every call, a
+``require_session`` of a resident key as the ``get_or_create_session`` hit it must be
+like, and an absent one as nothing. Where that table already differs from the model, the
+difference is the table's own clause, not LOST's: inside ``focused_on`` the example stops
+there (the test is not checked if every example does), as LOCK-1 compares with the same
+subject on ``threading.Lock``. ``check_plain_table`` is the same rule for a fixed script.
+
 ``check_atomic`` (LOST-4) runs one ``require_session`` on a manager whose lock runs a
 *meddle* (a drop, or the miss that evicts) right after the first time the call lets go
 of the lock, as another thread would. An atomic lookup has one critical section, so the
@@ -40,6 +48,7 @@ __all__ = [
     "Meddle",
     "MeddlingLock",
     "check_atomic",
+    "check_plain_table",
     "lost_error_problem",
 ]
 
@@ -78,6 +87,7 @@ class LostMachine(RuleBasedStateMachine):
         super().__init__()
         self.subject = subject
         self.manager: Any = None
+        self.shadow: Any = None  # the same subject, never given a require_session
         self.table = LruTable(1)
         self.sessions: dict[Hashable, object] = {}  # key -> the session object it holds
         self.trace: list[tuple[str, object]] = []
@@ -87,6 +97,7 @@ class LostMachine(RuleBasedStateMachine):
         call = f"SessionStateManager(max_sessions={max_sessions}, byte_budget=None)"
         with calling("LOST-1", call):
             self.manager = self.subject.make_manager(max_sessions=max_sessions, byte_budget=None)
+            self.shadow = self.subject.make_manager(max_sessions=max_sessions, byte_budget=None)
         self.table = LruTable(max_sessions)
 
     @rule(session_id=st.sampled_from(POOL))
@@ -94,6 +105,7 @@ class LostMachine(RuleBasedStateMachine):
         """Setup: the session the model says a key holds is the one a hit must return."""
         with calling("LOST-1", f"get_or_create_session({session_id!r})"):
             session = self.manager.get_or_create_session(session_id)
+            self.shadow.get_or_create_session(session_id)
         self.trace.append(("get_or_create_session", session_id))
         outcome = self.table.get_or_create_session(session_id)
         for victim in outcome.evicted:
@@ -105,6 +117,7 @@ class LostMachine(RuleBasedStateMachine):
     def drop_session(self, session_id: object) -> None:
         with calling("LOST-3", f"drop_session({session_id!r})"):
             self.manager.drop_session(session_id)
+            self.shadow.drop_session(session_id)
         self.trace.append(("drop_session", session_id))
         if self.table.drop_session(session_id):
             del self.sessions[spec_key(session_id)]
@@ -119,6 +132,8 @@ class LostMachine(RuleBasedStateMachine):
         self.trace.append(("require_session", session_id))
         observed = outcome_of(lambda: self.manager.require_session(session_id))
         if outcome.hit:
+            with calling("LOST-1", f"get_or_create_session({session_id!r}) on the shadow"):
+                self.shadow.get_or_create_session(session_id)  # the hit it must be like
             expected = self.sessions[spec_key(session_id)]
             if observed is not expected:
                 check_equal(_shown(observed), f"the resident {expected!r}", "LOST-1", call, when)
@@ -141,8 +156,12 @@ class LostMachine(RuleBasedStateMachine):
         """The table holds the keys the model holds: the LRU order was kept (LOST-1, LOST-3)."""
         if self.manager is None:
             return
-        observed = self._membership()
         expected = {session_id: self.table.contains(session_id) for session_id in POOL}
+        plain = self._membership(self.shadow)
+        if plain != expected:  # the table's own clause: the example stops here, if focused
+            what = "ids in the table with every require_session a get_or_create_session hit"
+            check_equal(plain, expected, _PLAIN_CLAUSE[self.trace[-1][0]], what, f"{self.trace}")
+        observed = self._membership(self.manager)
         if observed == expected:
             return
         clause = "LOST-1" if self._explained_without_refresh(observed) else "LOST-3"
@@ -158,13 +177,47 @@ class LostMachine(RuleBasedStateMachine):
             getattr(table, method)(session_id)
         return observed == {session_id: table.contains(session_id) for session_id in POOL}
 
-    def _membership(self) -> dict[object, bool]:
+    def _membership(self, manager: Any) -> dict[object, bool]:
         with calling("LOST-3", "reading `id in manager`"):
-            return {session_id: session_id in self.manager for session_id in POOL}
+            return {session_id: session_id in manager for session_id in POOL}
 
     def _counters(self) -> tuple[int, int, int]:
         with calling("LOST-1", "reading manager.hits, .misses and .evictions"):
             return self.manager.hits, self.manager.misses, self.manager.evictions
+
+
+#: The clause a difference of the subject's table from LRU's, with no require_session in
+#: play, belongs to, by the call after which it showed.
+_PLAIN_CLAUSE = {
+    "get_or_create_session": "LRU-4",
+    "drop_session": "DROP-3",
+    "require_session": "LRU-3",
+}
+
+
+def check_plain_table(
+    subject: Any, max_sessions: int, calls: Sequence[tuple[str, object]], ids: Sequence[object]
+) -> None:
+    """What a LOST test's script rests on: ``calls`` on a fresh manager of ``subject``, each
+    ``require_session`` of a resident key made the ``get_or_create_session`` hit it must be
+    like and an absent one skipped, leave ``ids`` in the table as ``LruTable`` does. A
+    difference fails the table's own clause (LRU-4, DROP-3, LRU-3), which stops a test
+    ``focused_on`` LOST clauses as not checked, never failed."""
+    table = LruTable(max_sessions)
+    with calling("LOST-1", f"SessionStateManager(max_sessions={max_sessions}, ...)"):
+        manager = subject.make_manager(max_sessions=max_sessions, byte_budget=None)
+    for done, (method, session_id) in enumerate(calls, start=1):
+        if method == "require_session" and not table.contains(session_id):
+            continue
+        plain = "get_or_create_session" if method == "require_session" else method
+        with calling("LOST-1", f"{plain}({session_id!r})"):
+            getattr(manager, plain)(session_id)
+            observed = {i: i in manager for i in ids}
+        getattr(table, plain)(session_id)
+        expected = {i: table.contains(i) for i in ids}
+        if observed != expected:
+            what = "ids in the table with every require_session a get_or_create_session hit"
+            check_equal(observed, expected, _PLAIN_CLAUSE[method], what, f"{list(calls[:done])}")
 
 
 def _delta(before: tuple[int, ...], after: tuple[int, ...]) -> tuple[int, ...]:
@@ -255,10 +308,16 @@ def check_atomic(subject: Any, meddle: Meddle) -> None:
 
     The observation must be one of the two sequential orders: the call first (a hit on
     the session that was resident) or the meddle first (the lost error, nothing created).
+    Both orders rest on the subject's table following LRU without require_session
+    (``check_plain_table``).
     An observation that one of them explains once require_session hits leave the LRU
     order alone is blamed on that instead (LOST-1): the call was atomic.
     """
     __tracebackhide__ = True
+    setup = [("get_or_create_session", i) for i in meddle.setup]
+    required = ("require_session", meddle.required)
+    for order in ([*setup, required, *meddle.calls], [*setup, *meddle.calls, required]):
+        check_plain_table(subject, meddle.max_sessions, order, _ids(meddle))
     lock = MeddlingLock()
     with calling("LOST-4", f"SessionStateManager(max_sessions={meddle.max_sessions}, ...)"):
         manager = subject.make_manager(

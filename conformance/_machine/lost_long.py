@@ -54,6 +54,7 @@ class LongLostMachine(RuleBasedStateMachine):
         super().__init__()
         self.subject = subject
         self.manager: Any = None
+        self.shadow: Any = None  # the same subject, never given a require_session (lost.py)
         self.table = LruTable(1)
         self.sessions: dict[Hashable, object] = {}  # key -> the session object it holds
         self.trace: list[tuple[str, object]] = []
@@ -71,6 +72,7 @@ class LongLostMachine(RuleBasedStateMachine):
         call = f"SessionStateManager(max_sessions={max_sessions}, byte_budget=None)"
         with calling("LOST-1", call):
             self.manager = self.subject.make_manager(max_sessions=max_sessions, byte_budget=None)
+            self.shadow = self.subject.make_manager(max_sessions=max_sessions, byte_budget=None)
         self.table = LruTable(max_sessions)
         if opening:
             self.newcomers(count=PROGRAM_CALLS // 4, reach="past room")
@@ -100,6 +102,7 @@ class LongLostMachine(RuleBasedStateMachine):
         call = Lazy(lambda: f"get_or_create_session({short_repr(session_id)})")
         with calling("LOST-1", call):
             session = self.manager.get_or_create_session(session_id)
+            self.shadow.get_or_create_session(session_id)
         for victim in outcome.evicted:
             del self.sessions[victim]
             self.gone.append(victim)
@@ -114,6 +117,7 @@ class LongLostMachine(RuleBasedStateMachine):
         call = Lazy(lambda: f"drop_session({short_repr(session_id)})")
         with calling("LOST-3", call):
             self.manager.drop_session(session_id)
+            self.shadow.drop_session(session_id)
         key = spec_key(session_id)
         if self.table.drop_session(session_id):
             del self.sessions[key]
@@ -130,6 +134,8 @@ class LongLostMachine(RuleBasedStateMachine):
         observed = outcome_of(partial(self.manager.require_session, session_id))
         counted = tuple(a - b for a, b in zip(self._counters(), before, strict=True))
         if outcome.hit:
+            with calling("LOST-1", Lazy(lambda: f"{call} as a get_or_create_session hit")):
+                self.shadow.get_or_create_session(session_id)  # the hit it must be like
             expected = self.sessions[key]
             if observed is not expected:
                 shown = f"raised {observed!r}" if isinstance(observed, BaseException) else observed
@@ -161,10 +167,26 @@ class LongLostMachine(RuleBasedStateMachine):
             wrong = [k for k in present if k not in manager] + [k for k in absent if k in manager]
         if size == len(self.table) and not wrong:
             return
+        self._plain_table(call, where)
         if clause:
             when = self._when(call, where)
             check_equal((size, wrong), (len(self.table), []), clause, "(len, ids wrong)", when)
         self._blame(call, where)
+
+    def _plain_table(self, call: Lazy, where: str) -> None:
+        """LOST's checks rest on the subject's table following LRU without require_session:
+        where the shadow (every require a get_or_create hit) differs from the model too,
+        the difference is the table's own clause (``lost.check_plain_table``), which stops
+        a focused example, never fails LOST."""
+        keys = list(dict.fromkeys([*self.table.keys(), *self.gone]))
+        with calling("LOST-3", "reading `id in manager` on the shadow"):
+            plain = {key: key in self.shadow for key in keys}
+        expected = {key: key in self.table.order for key in keys}
+        if plain != expected:
+            wrong = {key: seen for key, seen in plain.items() if seen != expected[key]}
+            what = "ids in the table with every require_session a get_or_create_session hit"
+            when = f"after {call} ({where}), with {self.table.describe()}"
+            check_equal(wrong, {k: not v for k, v in wrong.items()}, "LRU-4", what, when)
 
     def _blame(self, call: Lazy, where: str) -> None:
         """The table differs: LOST-1 when a table whose require hits leave the order alone

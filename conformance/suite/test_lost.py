@@ -20,11 +20,18 @@ from sessionstate.conformance._machine.lost import (
     LostMachine,
     Meddle,
     check_atomic,
+    check_plain_table,
     lost_error_problem,
 )
 from sessionstate.conformance._machine.lost_long import LongLostMachine
 from sessionstate.conformance._machine.stateful import run_steps
-from sessionstate.conformance.checks import ClauseFailure, calling, check, check_equal
+from sessionstate.conformance.checks import (
+    ClauseFailure,
+    calling,
+    check,
+    check_equal,
+    focused_on,
+)
 
 
 def _manager(subject: Any, max_sessions: int, *session_ids: object) -> tuple[Any, list[Any]]:
@@ -41,6 +48,14 @@ def _counters(manager: Any) -> tuple[int, int, int]:
 @pytest.mark.parametrize(("created", "required"), [("a", "a"), (None, ""), (7, "7"), ("", 0)])
 def test_a_resident_session_is_a_hit(subject: Any, created: object, required: object) -> None:
     """The same session, one hit, and most recent: the next miss evicts the other one."""
+    with focused_on("LOST-1"):
+        script = [("get_or_create_session", created), ("get_or_create_session", "other"),
+                  ("require_session", required), ("get_or_create_session", "newcomer")]  # fmt: skip
+        check_plain_table(subject, 2, script, [created, "other", "newcomer"])
+        _a_resident_session_is_a_hit(subject, created, required)
+
+
+def _a_resident_session_is_a_hit(subject: Any, created: object, required: object) -> None:
     manager, (session, _) = _manager(subject, 2, created, "other")
     before = _counters(manager)
     call = f"require_session({required!r})"
@@ -60,6 +75,17 @@ def test_a_resident_session_is_a_hit(subject: Any, created: object, required: ob
 def test_an_absent_session_is_lost(subject: Any, history: str) -> None:
     """The lost error naming the key; no session, no counter, no eviction, the order kept."""
     setup = ("c", "b") if history == "never created" else ("gone", "c")
+    script = [("get_or_create_session", i) for i in setup]
+    script += [("drop_session", "gone")] if history == "dropped" else []
+    script += [("get_or_create_session", "b")] if history != "never created" else []
+    script += [("require_session", "gone"), ("require_session", "never-seen")]
+    script += [("get_or_create_session", "d")]
+    with focused_on("LOST-2", "LOST-3"):
+        check_plain_table(subject, 2, script, ["gone", "c", "b", "d"])
+        _an_absent_session_is_lost(subject, history, setup)
+
+
+def _an_absent_session_is_lost(subject: Any, history: str, setup: tuple[str, str]) -> None:
     manager, _ = _manager(subject, 2, *setup)
     with calling("LOST-3", f"making 'gone' {history}"):
         if history == "dropped":
@@ -91,8 +117,10 @@ def test_an_absent_session_is_lost(subject: Any, history: str) -> None:
 @pytest.mark.clause(*LOST_CLAUSES)
 @given(data=st.data())
 def test_require_session_machine(subject: Any, data: st.DataObject) -> None:
-    """Every require_session in any mix of creations, drops and evictions agrees with LruTable."""
-    run_steps(lambda: LostMachine(subject), data)
+    """Every require_session in any mix of creations, drops and evictions agrees with LruTable
+    (an example where the subject's table differs from LRU without it stops there)."""
+    with focused_on(*LOST_CLAUSES):
+        run_steps(lambda: LostMachine(subject), data)
 
 
 @pytest.mark.clause(*LongLostMachine.CLAUSES)
@@ -103,7 +131,8 @@ def test_long_program(subject: Any, data: st.DataObject) -> None:
     while resident (the same session, one hit, made most recent), required once evicted,
     dropped or never created (the lost error, nothing changed), each call checked against
     the model as it returns; at the end every session is evicted in LRU order."""
-    run_steps(lambda: LongLostMachine(subject), data)
+    with focused_on(*LongLostMachine.CLAUSES):
+        run_steps(lambda: LongLostMachine(subject), data)
 
 
 MEDDLES = [
@@ -121,4 +150,5 @@ MEDDLES = [
 @pytest.mark.parametrize("meddle", MEDDLES, ids=[m.id for m in MEDDLES])
 def test_require_session_is_atomic(subject: Any, meddle: Meddle) -> None:
     """A drop or an eviction at the call's first lock release falls before or after it."""
-    check_atomic(subject, meddle)
+    with focused_on("LOST-4", "LOST-1"):
+        check_atomic(subject, meddle)

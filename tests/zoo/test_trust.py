@@ -153,3 +153,18 @@ def test_a_table_bug_is_not_charged_to_the_lock(run_check: Any) -> None:
     assert run.outcomes(["LRU-4", "LOCK-1"]) == {"LRU-4": "failed", "LOCK-1": "passed"}, (
         run.describe()
     )
+
+
+def test_a_table_bug_is_not_charged_to_require_session(run_check: Any) -> None:
+    """The same eviction bug and a correct ``require_session``: LOST's checks rest on the
+    table following LRU without it, checked on a second manager of the same subject, so the
+    bug fails LRU-4 and leaves LOST not checked, naming LRU-4 (against the LRU model alone,
+    it failed LOST-1, -2, -3 and -4)."""
+    lost = ["LOST-1", "LOST-2", "LOST-3", "LOST-4"]
+    run = run_check("sessionstate.fixtures.zoo.lru_mru_eviction:subject", ["LRU-4", *lost])
+    assert run.outcomes(["LRU-4", *lost]) == {
+        "LRU-4": "failed",
+        **dict.fromkeys(lost, "unchecked"),
+    }, run.describe()
+    for cid in lost:
+        assert "every example stopped at LRU-4 first" in run.report["clauses"][cid]["message"]
