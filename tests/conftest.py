@@ -41,10 +41,16 @@ SLOW_FIRST = (
     "tests/cli/test_fuzz",
     "tests/upstream/",
     "tests/reliability/test_supervision.py",
+    "tests/zoo/test_false_positive.py",
+    "tests/cli/test_workflow_template.py",
+    "tests/plugin/test_deadlines.py",
+    "tests/conformance/test_adapters.py",
     "tests/zoo/",
     "tests/cli/test_explain.py",
     "tests/cli/test_database.py",
     "tests/reliability/",
+    "tests/plugin/",
+    "tests/conformance/test_worked_examples.py",
 )
 
 
