@@ -50,6 +50,7 @@ __all__ = [
     "check_atomic",
     "check_plain_table",
     "lost_error_problem",
+    "plain_table_differs",
 ]
 
 #: The clauses ``LostMachine`` checks; its test carries all of them.
@@ -159,8 +160,8 @@ class LostMachine(RuleBasedStateMachine):
         expected = {session_id: self.table.contains(session_id) for session_id in POOL}
         plain = self._membership(self.shadow)
         if plain != expected:  # the table's own clause: the example stops here, if focused
-            what = "ids in the table with every require_session a get_or_create_session hit"
-            check_equal(plain, expected, _PLAIN_CLAUSE[self.trace[-1][0]], what, f"{self.trace}")
+            last = self.trace[-1][0] if self.trace else None
+            plain_table_differs(plain, expected, last, f"{self.trace}")
         observed = self._membership(self.manager)
         if observed == expected:
             return
@@ -187,12 +188,21 @@ class LostMachine(RuleBasedStateMachine):
 
 
 #: The clause a difference of the subject's table from LRU's, with no require_session in
-#: play, belongs to, by the call after which it showed.
+#: play, belongs to, by the call after which it showed (LRU-4 before any call).
 _PLAIN_CLAUSE = {
     "get_or_create_session": "LRU-4",
     "drop_session": "DROP-3",
     "require_session": "LRU-3",
 }
+
+
+def plain_table_differs(observed: object, expected: object, last: str | None, when: str) -> None:
+    """Fail the table's own clause (``_PLAIN_CLAUSE``, by ``last``, the call after which the
+    difference showed): the subject's table, with every require_session a
+    get_or_create_session hit, holds ``observed`` where LRU holds ``expected``. Inside
+    ``focused_on`` LOST clauses this stops the example; LOST is never failed for it."""
+    what = "ids in the table with every require_session a get_or_create_session hit"
+    check_equal(observed, expected, _PLAIN_CLAUSE.get(last or "", "LRU-4"), what, when)
 
 
 def check_plain_table(
@@ -216,8 +226,7 @@ def check_plain_table(
         getattr(table, plain)(session_id)
         expected = {i: table.contains(i) for i in ids}
         if observed != expected:
-            what = "ids in the table with every require_session a get_or_create_session hit"
-            check_equal(observed, expected, _PLAIN_CLAUSE[method], what, f"{list(calls[:done])}")
+            plain_table_differs(observed, expected, method, f"{list(calls[:done])}")
 
 
 def _delta(before: tuple[int, ...], after: tuple[int, ...]) -> tuple[int, ...]:

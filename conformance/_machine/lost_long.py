@@ -31,7 +31,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 from sessionstate.conformance._machine.admit import outcome_of
 from sessionstate.conformance._machine.admit_long import PROGRAM_CALLS
 from sessionstate.conformance._machine.bulk import CAP_BOUND, NEWCOMER_REACH, OPENINGS
-from sessionstate.conformance._machine.lost import ERROR_NAME, LOST_CLAUSES, POOL
+from sessionstate.conformance._machine.lost import (
+    ERROR_NAME,
+    LOST_CLAUSES,
+    POOL,
+    plain_table_differs,
+)
 from sessionstate.conformance._machine.lost import lost_error_problem as problem_of
 from sessionstate.conformance._model.manager import LruTable, Semantics, spec_key
 from sessionstate.conformance._report.text import short_repr
@@ -184,9 +189,9 @@ class LongLostMachine(RuleBasedStateMachine):
         expected = {key: key in self.table.order for key in keys}
         if plain != expected:
             wrong = {key: seen for key, seen in plain.items() if seen != expected[key]}
-            what = "ids in the table with every require_session a get_or_create_session hit"
             when = f"after {call} ({where}), with {self.table.describe()}"
-            check_equal(wrong, {k: not v for k, v in wrong.items()}, "LRU-4", what, when)
+            flipped = {key: not seen for key, seen in wrong.items()}
+            plain_table_differs(wrong, flipped, self.trace[-1][0], when)
 
     def _blame(self, call: Lazy, where: str) -> None:
         """The table differs: LOST-1 when a table whose require hits leave the order alone

@@ -154,7 +154,8 @@ class Watchdog:
         self.samples: dict[str, int] = {}
         self._outer: set[int] = set()
         self._watched: Watched | None = None
-        #: Seconds each ended call of a subject function took, as the ticks saw it.
+        #: Seconds each ended call of a subject function took, as the ticks saw it, for the
+        #: calls of ``SLOW_CALL_SECONDS`` or more (the only ones ``learn`` marks).
         self._took: dict[CodeType, list[float]] = {}
         #: The call a verdict was raised into, and how long it had run by then.
         self._cut: tuple[CodeType, float] | None = None
@@ -245,7 +246,8 @@ class Watchdog:
         the tick it may have run before the first); none once a verdict was raised."""
         if watched is not None and self._cut is None:
             took = watched.seen - watched.started + self.tick
-            self._took.setdefault(watched.call.f_code, []).append(took)
+            if took >= SLOW_CALL_SECONDS:
+                self._took.setdefault(watched.call.f_code, []).append(took)
 
     def learn(self) -> list[str]:
         """The test ended too slow to judge: mark the subject functions whose calls took
@@ -253,17 +255,16 @@ class Watchdog:
         (``_slow``), the call the verdict cut included, so their later calls are cut at
         once. A function's reason is its mean over the calls that ended, else the cut
         call's time so far ("took over"). Returns the reasons it added."""
-        least = SLOW_CALL_SECONDS
         cut = dict([self._cut]) if self._cut is not None else {}
         learned = []
         for code in sorted({*self._took, *cut}, key=lambda c: c.co_name):
             if code in _slow or code in _hung:
                 continue
-            ended = [t for t in self._took.get(code, []) if t >= least]
+            ended = self._took.get(code, [])
             name = f"{code.co_name}()"
             if ended:
                 _slow[code] = f"{name} took {sum(ended) / len(ended):.1f} s a call"
-            elif cut.get(code, 0.0) >= least:
+            elif cut.get(code, 0.0) >= SLOW_CALL_SECONDS:
                 _slow[code] = f"{name} took over {cut[code]:.1f} s a call"
             else:
                 continue
